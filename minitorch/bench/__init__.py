@@ -87,7 +87,7 @@ def one_thread() -> Iterator[None]:
                 torch.set_num_threads(before)
 
 
-def _maybe_torch():  # noqa: ANN202 - optional import
+def _maybe_torch():
     try:
         import torch
     except ImportError:  # pragma: no cover

@@ -195,7 +195,9 @@ def _as_array(x: Any, what: str, case: str) -> np.ndarray:
     try:
         return np.asarray(x)
     except Exception as exc:  # pragma: no cover - exotic objects
-        raise CheckFailure(f"[{case}] {what}: could not read {type(x).__name__} as an array") from exc
+        raise CheckFailure(
+            f"[{case}] {what}: could not read {type(x).__name__} as an array"
+        ) from exc
 
 
 def _where(index: tuple[int, ...]) -> str:
@@ -221,7 +223,8 @@ def assert_close(
     e = _as_array(expected, what, case)
     if a.shape != e.shape:
         raise CheckFailure(
-            f"[{case}] {what} has shape {a.shape}, expected {e.shape}." + (f" {hint}" if hint else "")
+            f"[{case}] {what} has shape {a.shape}, expected {e.shape}."
+            + (f" {hint}" if hint else "")
         )
     a64 = a.astype(np.float64)
     e64 = e.astype(np.float64)

@@ -1,0 +1,1 @@
+"""Course tooling: the lab registry, build, grading, the skill report and the ``a2s`` CLI."""

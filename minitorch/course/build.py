@@ -1,0 +1,167 @@
+"""Generate the student labs from the solutions: stubs for solution regions, no outputs.
+
+``### BEGIN SOLUTION`` ... ``### END SOLUTION`` becomes
+``raise NotImplementedError("Exercise 01.2: <task>")`` at the indentation of the BEGIN line;
+``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` is removed. The result is
+byte-deterministic, so ``a2s build --check`` can compare it with ``labs/``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from minitorch.course.notebook import NotebookError, a2s_meta, dumps, read_notebook, tags
+from minitorch.course.syllabus import LABS, Lab
+
+__all__ = [
+    "BEGIN",
+    "END",
+    "build_all",
+    "build_lab",
+    "existing_labs",
+    "grading_base",
+    "marker_problems",
+    "stub_source",
+]
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+_NEAR_MARKER = re.compile(r"#+\s*(BEGIN|END)\s+(SOLUTION|HIDDEN\s+TESTS)", re.IGNORECASE)
+
+
+def marker_problems(source: str) -> list[str]:
+    """Return misspelt or unbalanced markers in ``source`` (empty when all is well)."""
+    problems, open_marker = [], None
+    for n, line in enumerate(source.splitlines(), 1):
+        text = line.strip()
+        if text in (BEGIN, HIDDEN_BEGIN):
+            if open_marker:
+                problems.append(f"line {n}: {text!r} inside an open {open_marker!r}")
+            open_marker = text
+        elif text in (END, HIDDEN_END):
+            expected = BEGIN if text == END else HIDDEN_BEGIN
+            if open_marker != expected:
+                problems.append(f"line {n}: {text!r} without {expected!r}")
+            open_marker = None
+        elif _NEAR_MARKER.search(text):
+            problems.append(f"line {n}: misspelt marker {text!r} (use {BEGIN!r} / {END!r})")
+    if open_marker:
+        problems.append(f"{open_marker!r} is never closed")
+    return problems
+
+
+def stub_source(source: str, message: str) -> str:
+    """Replace each solution region with ``raise NotImplementedError(message)``."""
+    out, inside = [], False
+    for line in source.splitlines():
+        text = line.strip()
+        if text == BEGIN:
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}raise NotImplementedError({message!r})")
+            inside = True
+        elif text == END:
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _strip_hidden(source: str) -> str:
+    out, inside = [], False
+    for line in source.splitlines():
+        if line.strip() == HIDDEN_BEGIN:
+            inside = True
+        elif line.strip() == HIDDEN_END:
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out).rstrip("\n")
+
+
+def _clean(nb: NotebookNode) -> NotebookNode:
+    """Copy without outputs, execution counts or run-time metadata."""
+    nb = copy.deepcopy(nb)
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k in ("a2s", "kernelspec")}
+    for cell in nb.cells:
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("a2s", "tags")}
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    return nb
+
+
+def stub_message(cell: NotebookNode) -> str:
+    meta = a2s_meta(cell)
+    return f"Exercise {meta.get('exercise', '?')}: {meta.get('task') or meta.get('title', '')}"
+
+
+def build_lab(solution: NotebookNode, name: str = "notebook") -> NotebookNode:
+    """Return the student copy of a solution notebook."""
+    nb = _clean(solution)
+    for cell in nb.cells:
+        problems = marker_problems(cell.source)
+        if problems:
+            raise NotebookError(f"{name}, cell {cell.get('id')}: " + "; ".join(problems))
+        if "exercise" in tags(cell):
+            cell.source = stub_source(cell.source, stub_message(cell))
+        cell.source = _strip_hidden(cell.source)
+    return nb
+
+
+def grading_base(solution: NotebookNode) -> NotebookNode:
+    """The notebook a submission is graded in: the solution, cleaned, exercises stubbed.
+
+    Hidden tests are kept (they are part of grading). The grader then puts the student's
+    exercise cells in place of the stubs.
+    """
+    nb = _clean(solution)
+    for cell in nb.cells:
+        if "exercise" in tags(cell):
+            cell.source = stub_source(cell.source, stub_message(cell))
+    return nb
+
+
+@dataclass(slots=True)
+class Built:
+    lab: Lab
+    target: Path
+    text: str
+
+
+def existing_labs(root: Path) -> list[tuple[Lab, Path]]:
+    """The labs whose solution notebook exists, in number order."""
+    return [(lab, lab.solution_path(root)) for lab in LABS if lab.solution_path(root).exists()]
+
+
+def build_all(root: Path, check: bool = False) -> list[str]:
+    """Write ``labs/`` from ``solutions/``; with ``check`` write nothing.
+
+    Returns the names of labs whose file differs from (or, with ``check``, would differ from)
+    a fresh build; stray notebooks in ``labs/`` count as differing.
+    """
+    built = [
+        Built(lab, lab.lab_path(root), dumps(build_lab(read_notebook(path), path.name)))
+        for lab, path in existing_labs(root)
+    ]
+    differing = []
+    for item in built:
+        current = item.target.read_text(encoding="utf-8") if item.target.exists() else None
+        if current != item.text:
+            differing.append(item.lab.name)
+            if not check:
+                item.target.parent.mkdir(parents=True, exist_ok=True)
+                item.target.write_text(item.text, encoding="utf-8")
+    expected = {item.target.name for item in built}
+    labs_dir = root / "labs"
+    if labs_dir.is_dir():
+        for stray in sorted(labs_dir.glob("*.ipynb")):
+            if stray.name not in expected:
+                differing.append(f"{stray.stem} (no solution)")
+                if not check:
+                    stray.unlink()
+    return differing

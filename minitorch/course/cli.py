@@ -1,0 +1,120 @@
+"""The ``a2s`` command: list, build, execute, check, grade, report, doctor, bench.
+
+Exit codes: 0 success, 1 a check/comparison did not pass, 2 a usage error (bad argument,
+unknown lab, unreadable input for commands that take one input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from minitorch.course import commands
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with 2 and a hint on usage errors (its default too, made explicit)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}\n(see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _positive(kind: type) -> callable:
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+        return value
+
+    return parse
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="a2s", description="Algorithm to Silicon: build, check and grade the labs.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    s = sub.add_parser("list", help="labs, exercises, points, layers, topics")
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.add_argument("--all", action="store_true", help="include planned labs without a notebook yet")
+
+    s = sub.add_parser("build", help="write labs/ from solutions/ (student copies)")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 if labs/ differs")
+
+    s = sub.add_parser(
+        "execute", help="(authors) run solutions/NN_*.ipynb in place, refresh outputs"
+    )
+    s.add_argument("labs", nargs="*", metavar="LAB", help="lab numbers (default: all)")
+    s.add_argument("--timeout", type=_positive(float), default=120.0, help="seconds per cell (120)")
+
+    s = sub.add_parser("check", help="run your lab exactly as the grader does, with a table")
+    s.add_argument("lab", metavar="LAB", help="lab number or name, e.g. 01")
+    s.add_argument("--notebook", metavar="PATH", help="notebook to check (default labs/NN_*.ipynb)")
+    _limits(s)
+
+    s = sub.add_parser("grade", help="grade notebooks (or folders of them) into JSON/JUnit")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="submission notebooks or folders")
+    s.add_argument("--json", required=True, metavar="OUT", help="write results JSON here")
+    s.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML")
+    s.add_argument("--fail-under", type=_percent, metavar="PCT", help="exit 1 if any score < PCT%%")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    _limits(s)
+
+    s = sub.add_parser("report", help="skill matrix, level and profile from a grading JSON")
+    s.add_argument("results", metavar="RESULTS.json")
+    s.add_argument("--profile", choices=["compiler", "training", "intern"])
+    s.add_argument("--png", metavar="FILE", help="write the radar chart here")
+
+    s = sub.add_parser("doctor", help="check Python, torch, gloo, BLAS, cores, the Jupyter kernel")
+    s.add_argument("--no-kernel", action="store_true", help="skip starting a kernel")
+
+    s = sub.add_parser("bench", help="run the labs' performance experiments")
+    s.add_argument("lab", nargs="?", metavar="LAB", help="only this lab")
+    s.add_argument("--json", metavar="OUT", help="also write figures as JSON")
+    return p
+
+
+def _limits(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--cell-timeout", type=_positive(float), default=60.0, metavar="S",
+                   help="seconds per cell before it is interrupted (60)")  # fmt: skip
+    s.add_argument("--timeout", type=_positive(float), default=900.0, metavar="S",
+                   help="seconds for a whole notebook (900)")  # fmt: skip
+    s.add_argument("--memory-limit", type=_positive(int), default=4096, metavar="MB",
+                   help="kernel address-space cap, MB (4096; torch uses ~800)")  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = getattr(commands, f"cmd_{args.command}")
+    try:
+        return int(handler(args))
+    except commands.UsageError as exc:
+        print(f"a2s {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `a2s list | head`
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,252 @@
+"""The bodies of the ``a2s`` subcommands (parsing lives in :mod:`minitorch.course.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from minitorch.course.build import build_all, existing_labs
+from minitorch.course.grade import grade_paths, grade_submission
+from minitorch.course.notebook import NotebookError, dumps, exercises, read_notebook
+from minitorch.course.runner import RunOptions
+from minitorch.course.scoring import write_json, write_junit
+from minitorch.course.syllabus import LABS, LAYERS, find_lab, repo_root
+
+__all__ = ["UsageError"]
+
+_MARK = {"passed": "✔", "failed": "✘", "error": "!", "timeout": "⏱", "missing": "?"}
+
+
+class UsageError(Exception):
+    """A bad argument: printed as ``a2s CMD: error: ...`` with exit status 2."""
+
+
+def _root() -> Path:
+    try:
+        return repo_root()
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _lab(key: str):
+    try:
+        return find_lab(key)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(args.cell_timeout, args.timeout, args.memory_limit)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    root = _root()
+    rows = []
+    for lab in LABS:
+        path = lab.solution_path(root)
+        exs = exercises(read_notebook(path)) if path.exists() else []
+        if not exs and not args.all:
+            continue
+        rows.append({
+            "lab": lab.number, "name": lab.name, "layer": lab.layer, "title": lab.title,
+            "builds": lab.builds, "module": lab.module, "available": path.exists(),
+            "points": sum(e.points for e in exs),
+            "exercises": [
+                {"id": e.id, "title": e.title, "points": e.points, "topics": e.topics,
+                 "subject": e.subject, "dimension": e.dimension} for e in exs
+            ],
+        })  # fmt: skip
+    if args.json:
+        print(json.dumps({"version": 1, "labs": rows}, indent=2, ensure_ascii=False))
+        return 0
+    for row in rows:
+        state = "" if row["available"] else "  (planned)"
+        print(f"{row['lab']}  {row['title']:<36} layer {row['layer']} ({LAYERS[row['layer']]}), "
+              f"{row['points']:g} pts{state}")  # fmt: skip
+        for e in row["exercises"]:
+            print(
+                f"    {e['id']}  {e['title']:<52} {e['points']:g} pts  [{', '.join(e['topics'])}]"
+            )
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    root = _root()
+    try:
+        differing = build_all(root, check=args.check)
+    except NotebookError as exc:
+        print(f"a2s build: {exc}", file=sys.stderr)
+        return 1
+    if args.check:
+        if differing:
+            print("labs/ differs from a fresh build of solutions/ (run `a2s build`):")
+            for name in differing:
+                print(f"  {name}")
+            return 1
+        print(f"labs/ is up to date ({len(existing_labs(root))} labs)")
+        return 0
+    print(f"wrote {len(differing)} lab(s)" + (": " + ", ".join(differing) if differing else ""))
+    return 0
+
+
+def cmd_execute(args: argparse.Namespace) -> int:
+    import nbclient
+
+    root = _root()
+    labs = [_lab(k) for k in args.labs] or [lab for lab, _ in existing_labs(root)]
+    for lab in labs:
+        path = lab.solution_path(root)
+        if not path.exists():
+            raise UsageError(f"{path} does not exist")
+        nb = read_notebook(path)
+        client = nbclient.NotebookClient(
+            nb, timeout=args.timeout, kernel_name="python3", record_timing=False,
+            resources={"metadata": {"path": str(path.parent)}},
+        )  # fmt: skip
+        client.execute()
+        nb.metadata.pop("widgets", None)
+        path.write_text(dumps(nb), encoding="utf-8")
+        print(f"executed {path.relative_to(root)}")
+    return 0
+
+
+def _progress_bar(total_hint: str, quiet: bool):
+    if quiet:
+        return None, None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=0, desc=total_hint, unit="cell", leave=False, file=sys.stderr)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return bar, update
+
+
+def _table(result) -> list[str]:
+    lines = [f"{result.notebook}: lab {result.lab}, {result.score:g}/{result.max_score:g} points"]
+    if result.error:
+        lines.append(f"  error: {result.error}")
+    for ex in result.exercises:
+        msg = ex.message.splitlines()[0] if ex.message else ""
+        lines.append(f"  {_MARK.get(ex.status, ' ')} {ex.id}  {ex.status:<7} "
+                     f"{ex.points:g}/{ex.max_points:g}  {ex.title}")  # fmt: skip
+        if ex.status != "passed" and msg:
+            lines.append(f"           {msg[:300]}")
+    return lines
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    root = _root()
+    lab = _lab(args.lab)
+    path = Path(args.notebook) if args.notebook else lab.lab_path(root)
+    if not path.exists():
+        raise UsageError(f"{path}: no such notebook")
+    bar, update = _progress_bar(f"lab {lab.number}", quiet=False)
+    result = grade_submission(str(path), _options(args), root, update)
+    if bar is not None:
+        bar.close()
+    if result.lab is not None and result.lab != lab.number:
+        print(f"note: {path} is lab {result.lab}, not lab {lab.number}", file=sys.stderr)
+    print("\n".join(_table(result)))
+    ok = (
+        not result.error
+        and result.exercises
+        and all(e.status == "passed" for e in result.exercises)
+    )
+    return 0 if ok else 1
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    root = _root()
+    bar, update = _progress_bar("grading", args.quiet)
+    results = grade_paths(args.paths, _options(args), root, update)
+    if bar is not None:
+        bar.close()
+    write_json(results, Path(args.json))
+    if args.junit:
+        write_junit(results, Path(args.junit))
+    for res in results:
+        print("\n".join(_table(res)))
+    print(f"wrote {args.json}" + (f" and {args.junit}" if args.junit else ""))
+    if args.fail_under is not None:
+        low = [
+            r for r in results if not r.max_score or 100 * r.score / r.max_score < args.fail_under
+        ]
+        if low:
+            print(f"{len(low)} submission(s) under {args.fail_under:g}%", file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from minitorch.course.report import skill_report
+
+    path = Path(args.results)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a grading JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("version") != 1 or "results" not in data:
+        raise UsageError(f"{path}: not a grading JSON (expected version 1 with 'results')")
+    rep = skill_report(data, _root(), args.profile)
+    print("\n".join(rep.lines()))
+    if args.png:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from minitorch.course.syllabus import SUBJECTS
+        from minitorch.viz.report import plot_skill_radar
+
+        scores = {SUBJECTS[k][0]: v for k, v in rep.subjects.items()}
+        fig = plot_skill_radar(scores, f"skill matrix: {rep.total:.1f}/10, level {rep.level}")
+        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(args.png, dpi=120)
+        print(f"wrote {args.png}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from minitorch.course.doctor import diagnose
+
+    findings = diagnose(start_kernel=not args.no_kernel)
+    for f in findings:
+        print(
+            f"{'✔' if f.ok else '✘'} {f.name:<15} {f.detail}"
+            + (f"\n    fix: {f.fix}" if not f.ok and f.fix else "")
+        )
+    bad = [f for f in findings if not f.ok]
+    print("all good" if not bad else f"{len(bad)} problem(s) found")
+    return 1 if bad else 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from minitorch.bench import load, one_thread
+
+    registry = load()
+    if args.lab:
+        number = _lab(args.lab).number
+        if number not in registry:
+            raise UsageError(f"lab {number} registers no benchmarks (have: {', '.join(registry)})")
+        registry = {number: registry[number]}
+    figures = []
+    for lab, fns in registry.items():
+        for fn in fns:
+            with one_thread():
+                for fig in fn():
+                    fig.lab = lab
+                    figures.append(fig)
+                    print(
+                        f"[{lab}] {fig.name:<52} {fig.value:>12.4g} {fig.unit:<10} vs {fig.anchor}"
+                    )
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"version": 1, "figures": [f.as_dict() for f in figures]}, indent=2) + "\n"
+        )
+    return 0

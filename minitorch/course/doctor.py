@@ -1,0 +1,117 @@
+"""``a2s doctor``: what works on this machine for the course, and how to fix what does not."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+__all__ = ["Finding", "diagnose"]
+
+
+@dataclass(slots=True)
+class Finding:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _version(module: str) -> Finding:
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:  # any import failure is a finding, not a crash
+        return Finding(module, False, f"{type(exc).__name__}: {exc}", 'pip install -e ".[dev]"')
+    return Finding(module, True, str(getattr(mod, "__version__", "installed")))
+
+
+def _python() -> Finding:
+    ok = sys.version_info >= (3, 10)
+    return Finding(
+        "python", ok, sys.version.split()[0], "" if ok else "install Python 3.10 or newer"
+    )
+
+
+def _torch_threads() -> Finding:
+    try:
+        import torch
+    except ImportError:
+        return Finding("torch", False, "not importable", 'pip install "torch>=2.4,<2.14"')
+    cuda = "CUDA available" if torch.cuda.is_available() else "CPU only (GPU cells will be skipped)"
+    return Finding("torch", True, f"{torch.__version__}, {torch.get_num_threads()} threads, {cuda}")
+
+
+def _gloo() -> Finding:
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return Finding(
+            "gloo", False, "torch.distributed missing", "install a torch build with distributed"
+        )
+    ok = dist.is_available() and dist.is_gloo_available()
+    return Finding(
+        "gloo",
+        ok,
+        "available" if ok else "not available",
+        "" if ok else "use a torch build with gloo",
+    )
+
+
+def _machine() -> list[Finding]:
+    from minitorch.hardware import machine_info
+
+    info = machine_info()
+    mem = "unknown" if info.memory_gib is None else f"{info.memory_gib:.1f} GiB"
+    return [
+        Finding(
+            "cpu",
+            info.cores >= 2,
+            f"{info.cpu}, {info.cores} cores",
+            "labs assume 2 cores; 1 works, slower",
+        ),
+        Finding(
+            "memory",
+            info.memory_gib is None or info.memory_gib >= 4,
+            mem,
+            "4 GiB or more recommended",
+        ),
+        Finding("blas", "none" not in info.blas, info.blas, "reinstall numpy from PyPI"),
+    ]
+
+
+def _kernel() -> Finding:
+    try:
+        from jupyter_client.manager import start_new_kernel
+    except ImportError as exc:
+        return Finding("jupyter kernel", False, str(exc), 'pip install -e ".[dev]"')
+    t0 = time.perf_counter()
+    try:
+        km, kc = start_new_kernel(
+            kernel_name="python3", startup_timeout=60, stderr=subprocess.DEVNULL
+        )
+    except Exception as exc:
+        return Finding(
+            "jupyter kernel",
+            False,
+            f"{type(exc).__name__}: {exc}",
+            "python -m ipykernel install --user",
+        )
+    try:
+        kc.stop_channels()
+    finally:
+        km.shutdown_kernel(now=True)
+    return Finding(
+        "jupyter kernel", True, f"python3 kernel starts in {time.perf_counter() - t0:.1f} s"
+    )
+
+
+def diagnose(start_kernel: bool = True) -> list[Finding]:
+    """Run every probe; the kernel probe (about a second) can be skipped."""
+    found = [_python(), _torch_threads(), _gloo()]
+    found += [_version(m) for m in ("numpy", "matplotlib", "nbval", "nbformat", "tqdm")]
+    found += _machine()
+    if start_kernel:
+        found.append(_kernel())
+    return found

@@ -1,0 +1,376 @@
+"""The lab registry and the skill matrix of SYLLABUS.md, as data.
+
+Lab numbers are stable: a lab keeps its number and slug once it exists. A lab "exists" when
+``solutions/NN_slug.ipynb`` is in the repository; the others are planned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DIMENSIONS",
+    "LABS",
+    "LAYERS",
+    "PROFILES",
+    "SUBJECTS",
+    "Lab",
+    "Profile",
+    "find_lab",
+    "repo_root",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Lab:
+    """One numbered lab: where it sits in the stack and what it builds."""
+
+    number: str  # "01"
+    slug: str  # "numerics"
+    layer: str  # "0".."7" or "all"
+    title: str
+    builds: str  # what you build, one line
+    module: str  # reference module(s)
+
+    @property
+    def name(self) -> str:
+        return f"{self.number}_{self.slug}"
+
+    def solution_path(self, root: Path) -> Path:
+        return root / "solutions" / f"{self.name}.ipynb"
+
+    def lab_path(self, root: Path) -> Path:
+        return root / "labs" / f"{self.name}.ipynb"
+
+
+def _lab(number: str, slug: str, layer: str, title: str, builds: str, module: str) -> Lab:
+    return Lab(number, slug, layer, title, builds, module)
+
+
+LAYERS: dict[str, str] = {
+    "0": "foundations",
+    "1": "algorithm & model",
+    "2": "framework & API",
+    "3": "operator & kernel",
+    "4": "compiler",
+    "5": "runtime",
+    "6": "driver & communication",
+    "7": "hardware",
+    "all": "all layers",
+}
+
+LABS: tuple[Lab, ...] = (
+    _lab(
+        "00",
+        "orientation",
+        "0",
+        "Orientation",
+        "the lab loop: write, check, grade, report; your machine",
+        "minitorch.hardware.costs",
+    ),
+    _lab(
+        "01",
+        "numerics",
+        "0",
+        "Numerics",
+        "FP8/BF16/FP16 decoding, RNE by bit manipulation, Kahan and pairwise sums, loss scaling",
+        "minitorch.numerics",
+    ),
+    _lab(
+        "02",
+        "autograd_scalar",
+        "2",
+        "Scalar autograd",
+        "a scalar reverse-mode engine and a tiny MLP",
+        "minitorch.autograd.scalar",
+    ),
+    _lab(
+        "03",
+        "autograd_tensor",
+        "2",
+        "Tensor autograd",
+        "broadcasting, matmul, conv2d, pooling, batch-norm gradients",
+        "minitorch.autograd",
+    ),
+    _lab(
+        "04",
+        "training_loop",
+        "2",
+        "Training loop",
+        "modules, SGD/AdamW, mixed precision, recomputation",
+        "minitorch.nn, minitorch.optim",
+    ),
+    _lab(
+        "05",
+        "roofline",
+        "7",
+        "Roofline",
+        "measured peaks and the roofline of this machine",
+        "minitorch.hardware",
+    ),
+    _lab(
+        "06",
+        "matmul_tiling",
+        "3",
+        "Matmul tiling",
+        "cache blocking with an LRU traffic simulator",
+        "minitorch.kernels",
+    ),
+    _lab(
+        "07",
+        "gpu_programming_model",
+        "3",
+        "GPU programming model",
+        "a SIMT simulator: warps, shared memory, coalescing",
+        "minitorch.kernels",
+    ),
+    _lab(
+        "08",
+        "fused_kernels_flash_attention",
+        "3",
+        "Fused kernels and FlashAttention",
+        "online softmax, FlashAttention forward/backward",
+        "minitorch.kernels",
+    ),
+    _lab(
+        "09",
+        "transformer",
+        "1",
+        "Transformer",
+        "attention, GQA, RoPE, a tiny GPT",
+        "minitorch.model",
+    ),
+    _lab(
+        "10",
+        "moe",
+        "1",
+        "Mixture of experts",
+        "gating, capacity, load balancing, dispatch/combine",
+        "minitorch.model",
+    ),
+    _lab(
+        "11",
+        "quantization",
+        "1",
+        "Quantization",
+        "INT8/INT4, GPTQ, AWQ, SmoothQuant, KV-cache INT8",
+        "minitorch.model",
+    ),
+    _lab(
+        "12",
+        "lora_peft",
+        "1",
+        "LoRA",
+        "adapters, merge/unmerge, optimizer memory",
+        "minitorch.model",
+    ),
+    _lab(
+        "13",
+        "graph_capture_ir",
+        "4",
+        "Graph capture and IR",
+        "tracing to a graph IR, an interpreter",
+        "minitorch.compiler",
+    ),
+    _lab(
+        "14",
+        "graph_passes_memory_planning",
+        "4",
+        "Graph passes and memory planning",
+        "folding, DCE, CSE, fusion, liveness",
+        "minitorch.compiler",
+    ),
+    _lab(
+        "15",
+        "loop_optimization_autotuning",
+        "4",
+        "Loop optimization and autotuning",
+        "loop-nest IR, legality, autotuning",
+        "minitorch.compiler",
+    ),
+    _lab(
+        "16",
+        "streams_and_overlap",
+        "5",
+        "Streams and overlap",
+        "a discrete-event stream simulator, overlapped allreduce",
+        "minitorch.runtime",
+    ),
+    _lab(
+        "17",
+        "caching_allocator",
+        "5",
+        "Caching allocator",
+        "size-class pools, split/coalesce, fragmentation",
+        "minitorch.runtime",
+    ),
+    _lab(
+        "18",
+        "paged_kv_cache",
+        "5",
+        "Paged KV cache",
+        "block manager, block tables, copy-on-write, prefix caching",
+        "minitorch.runtime",
+    ),
+    _lab(
+        "19",
+        "continuous_batching",
+        "5",
+        "Continuous batching",
+        "iteration-level scheduling, chunked prefill, preemption",
+        "minitorch.runtime",
+    ),
+    _lab(
+        "20",
+        "collectives",
+        "6",
+        "Collectives",
+        "the collectives on a simulated world, alpha-beta cost",
+        "minitorch.comm",
+    ),
+    _lab(
+        "21",
+        "ring_allreduce",
+        "6",
+        "Ring allreduce",
+        "ring, trees, halving-doubling, real gloo processes",
+        "minitorch.comm",
+    ),
+    _lab(
+        "22",
+        "rdma_and_transport",
+        "6",
+        "RDMA and transport",
+        "verbs in simulation, copies counted, a socket transport",
+        "minitorch.comm",
+    ),
+    _lab(
+        "23",
+        "data_parallel_zero",
+        "2",
+        "Data parallel and ZeRO",
+        "DDP bucketing, ZeRO-1/2/3 memory",
+        "minitorch.parallel",
+    ),
+    _lab(
+        "24",
+        "tensor_sequence_parallel",
+        "2",
+        "Tensor and sequence parallel",
+        "Megatron column/row parallel layers",
+        "minitorch.parallel",
+    ),
+    _lab(
+        "25",
+        "pipeline_parallel",
+        "2",
+        "Pipeline parallel",
+        "GPipe, 1F1B, interleaving, bubbles",
+        "minitorch.parallel",
+    ),
+    _lab(
+        "26",
+        "context_expert_parallel_planner",
+        "2",
+        "Context/expert parallel and a planner",
+        "ring attention, expert all-to-all, a 3-D planner",
+        "minitorch.parallel",
+    ),
+    _lab(
+        "27",
+        "accelerator_architecture",
+        "7",
+        "Accelerator architecture",
+        "a systolic array simulator, memory hierarchy, NoC",
+        "minitorch.hardware",
+    ),
+    _lab(
+        "28",
+        "capstone",
+        "all",
+        "Capstone",
+        "a quantized tiny LLM served with paged KV and continuous batching",
+        "all",
+    ),
+)
+
+# skill matrix: key -> (label, weight); SYLLABUS.md "The skill matrix"
+SUBJECTS: dict[str, tuple[str, float]] = {
+    "distributed": ("distributed training/HPC", 0.25),
+    "operators": ("operator and parallel optimization", 0.20),
+    "frameworks": ("deep learning and frameworks", 0.20),
+    "architecture": ("computer architecture", 0.15),
+    "fundamentals": ("computer fundamentals", 0.10),
+    "algorithms": ("algorithms", 0.10),
+}
+DIMENSIONS: dict[str, tuple[str, float]] = {
+    "breadth": ("breadth", 0.20),
+    "depth": ("depth", 0.30),
+    "hands-on": ("hands-on", 0.30),
+    "architecture": ("architecture thinking", 0.15),
+    "transfer": ("learning transfer", 0.05),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A hiring profile: re-weighted dimensions plus a threshold that must be met."""
+
+    key: str
+    title: str
+    dimension_weights: dict[str, float]
+    threshold: float  # out of 10
+    on: str  # "layers:3,4", "subject:distributed" or "total"
+
+
+PROFILES: dict[str, Profile] = {
+    "compiler": Profile(
+        "compiler",
+        "AI compiler engineer",
+        {"breadth": 0.10, "depth": 0.40, "hands-on": 0.35, "architecture": 0.10, "transfer": 0.05},
+        8.0,
+        "layers:3,4",
+    ),
+    "training": Profile(
+        "training",
+        "LLM training team",
+        {"breadth": 0.20, "depth": 0.30, "hands-on": 0.25, "architecture": 0.20, "transfer": 0.05},
+        8.5,
+        "subject:distributed",
+    ),
+    "intern": Profile(
+        "intern",
+        "intern",
+        {"breadth": 0.30, "depth": 0.25, "hands-on": 0.20, "architecture": 0.10, "transfer": 0.15},
+        4.0,
+        "total",
+    ),
+}
+
+
+def repo_root() -> Path:
+    """Return the course checkout: the folder holding ``solutions/`` (an editable install)."""
+    here = Path(__file__).resolve().parents[2]
+    if (here / "solutions").is_dir():
+        return here
+    cwd = Path.cwd()
+    for folder in (cwd, *cwd.parents):
+        if (folder / "solutions").is_dir() and (folder / "minitorch").is_dir():
+            return folder
+    raise FileNotFoundError(
+        "cannot find the course checkout (a folder with solutions/ and minitorch/); "
+        "install with `pip install -e .` from the clone or run a2s inside it"
+    )
+
+
+def find_lab(key: str) -> Lab:
+    """Look a lab up by number ("1", "01"), slug ("numerics") or name ("01_numerics")."""
+    text = key.strip().removesuffix(".ipynb")
+    for lab in LABS:
+        if text in (lab.number, lab.slug, lab.name) or (
+            text.isdigit() and int(text) == int(lab.number)
+        ):
+            return lab
+    known = ", ".join(lab.number for lab in LABS)
+    raise KeyError(f"unknown lab {key!r}; labs are numbered {known}")
