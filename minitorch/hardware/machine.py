@@ -8,6 +8,7 @@ Lab: 00_orientation
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ class MachineInfo:
     memory_gib: float | None
     blas: str
     torch: str | None
-    cuda: bool
 
     def lines(self) -> list[str]:
         mem = f"{self.memory_gib:.1f} GiB" if self.memory_gib is not None else "unknown"
@@ -35,7 +35,7 @@ class MachineInfo:
             f"cpu     {self.cpu}, {self.cores} cores available",
             f"memory  {mem}",
             f"blas    {self.blas}",
-            f"torch   {self.torch or 'not installed'}" + (", CUDA available" if self.cuda else ""),
+            f"torch   {self.torch or 'not installed'}",
         ]
 
 
@@ -75,18 +75,17 @@ def _blas() -> str:
     return f"{p.get('internal_api')} {p.get('version')} ({arch}, {threads} threads)"
 
 
-def _torch() -> tuple[str | None, bool]:
+def _torch() -> str | None:
+    """Torch's installed version, read from package metadata (importing torch takes seconds)."""
     try:
-        import torch
-    except ImportError:
-        return None, False
-    return torch.__version__, bool(torch.cuda.is_available())
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def machine_info() -> MachineInfo:
     """Collect a :class:`MachineInfo` for this process's machine."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    torch_version, cuda = _torch()
     return MachineInfo(
         python=platform.python_version(),
         platform=f"{platform.system()} {platform.machine()}",
@@ -94,6 +93,5 @@ def machine_info() -> MachineInfo:
         cores=int(cores or 1),
         memory_gib=_memory_gib(),
         blas=_blas(),
-        torch=torch_version,
-        cuda=cuda,
+        torch=_torch(),
     )

@@ -1,0 +1,86 @@
+"""The skill report: scores, weights, levels, profiles and the radar chart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from minitorch.course.cli import main
+from minitorch.course.report import level, skill_report
+from minitorch.course.syllabus import DIMENSIONS, PROFILES, SUBJECTS, repo_root
+
+ROOT = repo_root()
+
+
+def _results(points_00_1: float, points_00_2: float) -> dict:
+    exs = [
+        {"id": "00.1", "title": "", "points": points_00_1, "max_points": 1.0, "status": "passed",
+         "message": ""},
+        {"id": "00.2", "title": "", "points": points_00_2, "max_points": 2.0, "status": "passed",
+         "message": ""},
+    ]  # fmt: skip
+    res = {"notebook": "a.ipynb", "lab": "00", "score": points_00_1 + points_00_2,
+           "max_score": 3.0, "error": None, "exercises": exs}  # fmt: skip
+    return {"version": 1, "results": [res]}
+
+
+def test_weights_sum_to_one() -> None:
+    assert sum(w for _, w in SUBJECTS.values()) == pytest.approx(1.0)
+    assert sum(w for _, w in DIMENSIONS.values()) == pytest.approx(1.0)
+    for prof in PROFILES.values():
+        assert sum(prof.dimension_weights.values()) == pytest.approx(1.0)
+
+
+LEVELS = [
+    (10, "S"),
+    (8.0, "S"),
+    (7.99, "A"),
+    (6, "A"),
+    (5.9, "B"),
+    (2.0, "C"),
+    (1.99, "D"),
+    (0, "D"),
+]
+
+
+@pytest.mark.parametrize(("score", "want"), LEVELS)
+def test_levels(score: float, want: str) -> None:
+    assert level(score) == want
+
+
+def test_full_and_partial_scores() -> None:
+    full = skill_report(_results(1, 2), ROOT)
+    assert full.total == pytest.approx(10.0) and full.level == "S"
+    # lab 00: 00.1 is architecture/breadth (w_d 0.2), 00.2 architecture/depth (w_d 0.3)
+    half = skill_report(_results(1, 0), ROOT)
+    assert half.subjects["architecture"] == pytest.approx(10 / 3)
+    assert half.total == pytest.approx(10 * 0.2 / 0.5)
+    assert half.subjects["distributed"] is None  # not assessed, not zero
+
+
+def test_profiles_threshold() -> None:
+    rep = skill_report(_results(1, 2), ROOT, "intern")
+    assert rep.profile_met is True
+    rep = skill_report(_results(0, 0), ROOT, "intern")
+    assert rep.profile_met is False and rep.level == "D"
+    rep = skill_report(_results(1, 2), ROOT, "training")
+    assert rep.profile_met is False and rep.profile_value is None  # no distributed lab graded
+
+
+def test_errors_are_noted_not_crashed() -> None:
+    data = {"version": 1, "results": [{"notebook": "x", "lab": None, "score": 0, "max_score": 0,
+                                       "error": "not a notebook", "exercises": []}]}  # fmt: skip
+    rep = skill_report(data, ROOT)
+    assert rep.total == 0 and any("not a notebook" in n for n in rep.notes)
+
+
+def test_cli_report_writes_radar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_results(1, 1)))
+    png = tmp_path / "radar.png"
+    assert main(["report", str(path), "--profile", "compiler", "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "weighted total" in out and "AI compiler engineer" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

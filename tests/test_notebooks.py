@@ -1,0 +1,82 @@
+"""The course proves its own checks, for every lab that exists.
+
+* labs/ is byte-identical to a fresh build of solutions/;
+* every notebook follows the lab format (ids, tags, exercise metadata, one check per exercise);
+* the generated lab fails every check because of its stub (graded end to end), and the
+  solution gets full points from the same grader.
+
+(The solutions also run as plain nbval tests: ``testpaths`` includes ``solutions/``.)
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from minitorch.course.build import build_all, existing_labs
+from minitorch.course.grade import grade_submission
+from minitorch.course.notebook import a2s_meta, exercises, read_notebook, tags
+from minitorch.course.runner import RunOptions
+from minitorch.course.syllabus import DIMENSIONS, SUBJECTS, repo_root
+
+ROOT = repo_root()
+LABS = existing_labs(ROOT)
+IDS = [lab.name for lab, _ in LABS]
+_CELL_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+OPTS = RunOptions(cell_timeout=120, timeout=600, memory_limit_mb=6144)
+
+
+def test_labs_folder_matches_a_fresh_build() -> None:
+    assert build_all(ROOT, check=True) == [], "run `a2s build` and commit labs/"
+
+
+@pytest.mark.parametrize(("lab", "path"), LABS, ids=IDS)
+def test_notebook_follows_the_lab_format(lab, path) -> None:
+    nb = read_notebook(path)
+    assert nb.metadata.get("a2s", {}).get("lab") == lab.number
+    ids = [c.get("id") for c in nb.cells]
+    assert len(ids) == len(set(ids)), "cell ids must be unique"
+    for cid in ids:
+        assert cid and _CELL_ID.match(cid), f"cell id {cid!r} is not hand-picked (a-z, 0-9, -)"
+    assert any("setup" in tags(c) for c in nb.cells), "a setup cell is required"
+    exs = exercises(nb)
+    assert exs, "a lab has at least one exercise"
+    for ex in exs:
+        number = ex.id.split(".")[0]
+        assert number == lab.number and ex.cell_id == f"ex-{lab.number}-{ex.id.split('.')[1]}"
+        assert ex.check_cell_id == f"check-{lab.number}-{ex.id.split('.')[1]}", ex.id
+        assert ex.subject in SUBJECTS and ex.dimension in DIMENSIONS, ex.id
+        assert ex.points > 0 and ex.task and ex.title and ex.topics
+    for cell in nb.cells:
+        if "check" in tags(cell):
+            assert re.fullmatch(rf"lab{lab.number}\.check_\w+\(.*\)", cell.source.split("\n")[0])
+            assert a2s_meta(cell).get("exercise") in {e.id for e in exs}
+        if "exercise" in tags(cell):
+            assert "### BEGIN SOLUTION" in cell.source
+    plots = [c for c in nb.cells if c.cell_type == "code" and "plt.show()" in c.source]
+    assert plots, "every lab has at least one plot"
+    assert all(c.cell_type != "code" or c.execution_count for c in nb.cells if c.source.strip()), (
+        "solutions are committed with outputs: run `a2s execute NN`"
+    )
+
+
+@pytest.mark.grader
+@pytest.mark.parametrize(("lab", "path"), LABS, ids=IDS)
+def test_stub_lab_fails_every_check(lab, path) -> None:
+    result = grade_submission(str(lab.lab_path(ROOT)), OPTS, ROOT)
+    assert result.error is None, result.error
+    assert result.score == 0
+    for ex in result.exercises:
+        assert ex.status == "failed", (ex.id, ex.status, ex.message)
+        assert "not implemented yet" in ex.message, (ex.id, ex.message)
+
+
+@pytest.mark.grader
+@pytest.mark.parametrize(("lab", "path"), LABS, ids=IDS)
+def test_solution_gets_full_points(lab, path) -> None:
+    result = grade_submission(str(path), OPTS, ROOT)
+    assert result.error is None, result.error
+    bad = [(e.id, e.status, e.message) for e in result.exercises if e.status != "passed"]
+    assert not bad
+    assert result.score == result.max_score > 0
