@@ -229,16 +229,17 @@ def assert_close(
     a64 = a.astype(np.float64)
     e64 = e.astype(np.float64)
     same_nan = np.isnan(a64) & np.isnan(e64)
-    err = np.where(same_nan, 0.0, np.abs(a64 - e64))
+    with np.errstate(invalid="ignore"):  # inf - inf: handled on the next line
+        err = np.where(same_nan, 0.0, np.abs(a64 - e64))
     err = np.where(np.isinf(a64) & (a64 == e64), 0.0, err)
-    bad = ~(err <= atol + rtol * np.abs(e64))
+    bad = ~(err <= atol + rtol * np.abs(np.nan_to_num(e64, nan=0.0, posinf=0.0, neginf=0.0)))
     max_err = float(np.nanmax(np.where(np.isnan(err), np.inf, err))) if err.size else 0.0
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
         raise CheckFailure(
             f"[{case}] {what} differs in {int(bad.sum())} of {bad.size} entries "
             f"(max abs error {max_err:.3g}, rtol={rtol:g}, atol={atol:g}); first at {_where(idx)}: "
-            f"got {a64[idx]!r}, expected {e64[idx]!r}." + (f" {hint}" if hint else "")
+            f"got {a64[idx].item()!r}, expected {e64[idx].item()!r}." + (f" {hint}" if hint else "")
         )
     return max_err
 

@@ -24,7 +24,7 @@ def _counted_flops(m: int, n: int, k: int) -> int:
 
 
 def _cases(seed: int) -> list[tuple[int, int, int]]:
-    named = [(1, 1, 1), (2, 3, 4), (4, 1, 7), (16, 16, 16)]
+    named = [(2, 3, 4), (1, 1, 1), (4, 1, 7), (16, 16, 16)]
     g = rng(seed)
     return named + [tuple(int(v) for v in g.integers(1, 24, size=3)) for _ in range(6)]
 
