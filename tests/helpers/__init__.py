@@ -1,0 +1,1 @@
+"""Helpers shared by the test suite (import as ``tests.helpers.<module>``)."""
