@@ -57,6 +57,28 @@ def pytest_configure(config: pytest.Config) -> None:
     _patch_await_reply()
 
 
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip notebook cells tagged ``gpu`` (and unit tests marked ``gpu``) without CUDA."""
+    gpu_items = [
+        item
+        for item in items
+        if item.get_closest_marker("gpu")
+        or "gpu" in (getattr(item, "cell", None) or {}).get("metadata", {}).get("tags", [])
+    ]
+    if gpu_items and not _cuda_available():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU; none found (optional cell)")
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
 def _outputs(item: Any) -> tuple[str, str | None, str | None]:
     text, ename, evalue = [], None, None
     for out in getattr(item, "test_outputs", None) or []:
