@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -161,7 +162,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before grading, outputs that would overwrite a submission or cannot be written."""
+    inputs = {Path(p).resolve() for p in args.paths}
+    for out in filter(None, (args.json, args.junit)):
+        target = Path(out).resolve()
+        if target in inputs or target.suffix == ".ipynb":
+            raise UsageError(
+                f"refusing to write results to {out}: it is (or looks like) a notebook"
+            )
+        if target.is_dir():
+            raise UsageError(f"{out} is a folder; give a file name such as grades.json")
+        parent = next((p for p in target.parents if p.exists()), None)
+        if parent is None or not os.access(parent, os.W_OK):
+            raise UsageError(f"cannot write {out}: {parent} is not writable")
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
+    _check_outputs(args)
     root = _root()
     bar, update = _progress_bar("grading", args.quiet)
     results = grade_paths(args.paths, _options(args), root, update)

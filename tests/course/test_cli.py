@@ -53,6 +53,15 @@ def test_bad_values_exit_2_with_message(
     assert err.startswith(f"a2s {argv[0]}: error:")
 
 
+def test_grade_never_writes_over_a_notebook(tmp_path: Path) -> None:
+    sub = tmp_path / "00_orientation.ipynb"
+    sub.write_text("{}")
+    assert main(["grade", str(sub), "--json", str(sub)]) == 2
+    assert main(["grade", str(sub), "--json", str(tmp_path / "x.ipynb")]) == 2
+    assert main(["grade", str(sub), "--json", str(tmp_path)]) == 2
+    assert sub.read_text() == "{}"
+
+
 def test_report_rejects_non_grading_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
