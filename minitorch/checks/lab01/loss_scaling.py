@@ -1,0 +1,149 @@
+"""Grader of exercise 01.6: the dynamic loss-scale update, step for step with GradScaler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from minitorch.checks.core import CheckFailure, assert_true, grader, rng
+
+__all__ = ["check_update_scale"]
+
+_N = "minitorch.numerics"
+
+_GROW = (
+    "A clean step adds 1 to the tracker; when it reaches growth_interval the scale is "
+    "multiplied by growth_factor and the tracker goes back to 0."
+)
+_SCALE_NAMED: list[tuple[str, tuple, tuple[float, int], str]] = [
+    (
+        "overflow backs off",
+        (65536.0, 17, True, 2.0, 0.5, 2000),
+        (32768.0, 0),
+        "On inf/NaN grads: scale *= backoff_factor and the tracker restarts at 0.",
+    ),
+    ("clean step counts", (65536.0, 17, False, 2.0, 0.5, 2000), (65536.0, 18), _GROW),
+    (
+        "growth_interval-th clean step grows",
+        (65536.0, 1999, False, 2.0, 0.5, 2000),
+        (131072.0, 0),
+        _GROW,
+    ),
+    ("custom factors, growth", (1024.0, 2, False, 4.0, 0.25, 3), (4096.0, 0), _GROW),
+    (
+        "custom factors, overflow",
+        (1024.0, 2, True, 4.0, 0.25, 3),
+        (256.0, 0),
+        "Use the backoff_factor argument.",
+    ),
+    (
+        "growth that would overflow float32",
+        (2.0**127, 1999, False, 2.0, 0.5, 2000),
+        (2.0**127, 0),
+        "torch keeps the scale in float32: a growth to inf is refused (the scale "
+        "stays) but the tracker still resets to 0.",
+    ),
+]
+_OVERFLOW_STEPS = frozenset({0, 1, 2, 9, 10, 17, 30, 31, 32, 33, 45})
+
+
+class _PlainSGD:
+    """Duck-typed SGD for GradScaler.step (a real torch.optim optimizer imports dynamo: 1.5 s)."""
+
+    def __init__(self, params: list[torch.Tensor], lr: float) -> None:
+        self.param_groups = [{"params": params}]
+        self.lr = lr
+
+    def zero_grad(self) -> None:
+        for p in self.param_groups[0]["params"]:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for p in self.param_groups[0]["params"]:
+            p -= self.lr * p.grad
+
+
+def _grad_scaler_trace(steps: int, interval: int, init: float) -> list[tuple[float, int]]:
+    """Drive a real torch.amp.GradScaler on a tiny Linear; grads are inf on scripted steps."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = _PlainSGD(list(model.parameters()), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init, growth_interval=interval)
+    x = torch.randn(8, 4)
+    trace = []
+    for step in range(steps):
+        opt.zero_grad()
+        scaler.scale(model(x).square().mean()).backward()
+        if step in _OVERFLOW_STEPS:
+            model.weight.grad.fill_(float("inf"))
+        scaler.step(opt)
+        scaler.update()
+        trace.append((scaler.get_scale(), int(scaler._growth_tracker.item())))
+    return trace
+
+
+def _call_update(student: Callable[..., object], args: tuple, case: str) -> tuple[float, int]:
+    with np.errstate(over="ignore"):  # a refused growth overflows float32 on purpose
+        got = student(*args)
+    return _as_state(got, case)
+
+
+def _as_state(got: object, case: str) -> tuple[float, int]:
+    try:
+        scale, tracker = got  # type: ignore[misc]
+        return float(scale), int(tracker)
+    except (TypeError, ValueError):
+        msg = f"[{case}] return a tuple (scale, growth_tracker), got {got!r}."
+        raise CheckFailure(msg) from None
+
+
+@grader("01.6", blocks=(f"{_N}.loss_scaling:update_scale", f"{_N}.loss_scaling:DynamicLossScaler"))
+def check_update_scale(update_scale: Callable[..., object]) -> str:
+    """Exercise 01.6: dynamic loss-scale update, step for step with torch.amp.GradScaler."""
+    for case, args, want, hint in _SCALE_NAMED:
+        got = _call_update(update_scale, args, case)
+        assert_true(
+            got == want, f"[{case}] update_scale{args} returned {got}, expected {want}. {hint}"
+        )
+    steps, interval, init = 60, 4, 1024.0
+    trace = _grad_scaler_trace(steps, interval, init)
+    state = (init, 0)
+    for step, want in enumerate(trace):
+        found_inf = step in _OVERFLOW_STEPS
+        got = _call_update(update_scale, (*state, found_inf, 2.0, 0.5, interval), f"step {step}")
+        if got != want:
+            raise CheckFailure(
+                f"[GradScaler script, step {step}] from (scale, tracker) = {state} with "
+                f"found_inf = {found_inf}: got {got}, torch.amp.GradScaler has {want}. "
+                + ("On overflow: back off and reset." if found_inf else _GROW)
+            )
+        state = got
+    g = rng(106)
+    for i in range(200):
+        interval = int(g.integers(1, 6))
+        args = (
+            float(np.float32(2.0 ** int(g.integers(-10, 128)))),
+            int(g.integers(0, interval)),
+            bool(g.random() < 0.3),
+            float(g.choice([2.0, 4.0])),
+            float(g.choice([0.5, 0.25])),
+            interval,
+        )
+        s = torch.tensor([args[0]], dtype=torch.float32)
+        t = torch.tensor([args[1]], dtype=torch.int32)
+        torch._amp_update_scale_(s, t, torch.tensor([float(args[2])]), *args[3:])
+        want = (s.item(), int(t.item()))
+        got = _call_update(update_scale, args, f"random case {i}")
+        assert_true(
+            got == want,
+            f"[random case {i}] update_scale{args} returned {got}, "
+            f"torch._amp_update_scale_ gives {want}.",
+        )
+    skipped = len(_OVERFLOW_STEPS)
+    return (
+        f"{steps} scripted steps match torch.amp.GradScaler ({skipped} overflows skipped, "
+        f"scale 1024 -> {trace[-1][0]:g}) and 200 random updates match _amp_update_scale_"
+    )
