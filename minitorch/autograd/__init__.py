@@ -12,7 +12,12 @@ or from their ops modules, so a star import never shadows the builtins.
 Lab: 02_autograd_scalar, 03_autograd_tensor, 04_training_loop
 """
 
-from minitorch.autograd.checkpoint import checkpoint, checkpoint_sequential, tape_bytes
+from minitorch.autograd.checkpoint import (
+    backward_peak_bytes,
+    checkpoint,
+    checkpoint_sequential,
+    tape_bytes,
+)
 from minitorch.autograd.engine import (
     BACKWARD_RULES,
     Node,
@@ -63,6 +68,7 @@ __all__ = [
     "add",
     "as_tensor",
     "avg_pool2d",
+    "backward_peak_bytes",
     "backward_rule",
     "batch_norm",
     "checkpoint",

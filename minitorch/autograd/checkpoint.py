@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -34,9 +35,11 @@ from minitorch.autograd.engine import (
 )
 from minitorch.autograd.tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "tape_bytes"]
+__all__ = ["backward_peak_bytes", "checkpoint", "checkpoint_sequential", "tape_bytes"]
 
 Grads = tuple[np.ndarray | None, ...]
+# [bytes of the recomputed segments alive now, the most ever alive]; set by backward_peak_bytes
+_RECOMPUTED: ContextVar[list[int] | None] = ContextVar("minitorch_recomputed", default=None)
 
 
 def checkpoint(fn: Callable[..., Tensor], *inputs: Tensor) -> Tensor:
@@ -57,8 +60,15 @@ def checkpoint_backward(node: Node, g: np.ndarray) -> Grads:
     fresh = [Tensor(p.data, requires_grad=p.requires_grad) for p in node.parents]
     with enable_grad():
         out = fn(*fresh)  # the recomputation: the segment's graph exists only from here...
+    live = _RECOMPUTED.get()
+    extra = tape_bytes(out) if live is not None else 0
+    if live is not None:
+        live[0] += extra
+        live[1] = max(live[1], live[0])
     if out.requires_grad:
         out.backward(g)  # ...to here, and is freed when ``out`` goes
+    if live is not None:
+        live[0] -= extra
     return tuple(t.grad for t in fresh)
 
 
@@ -107,3 +117,20 @@ def tape_bytes(out: Tensor) -> int:
             if id(owner) not in leaves:
                 buffers[id(owner)] = owner.nbytes
     return sum(buffers.values())
+
+
+def backward_peak_bytes(loss: Tensor) -> int:
+    """Run ``loss.backward()``; return the most activation bytes alive at any point of it.
+
+    That is the tape kept by forward (:func:`tape_bytes`) plus the largest set of segments
+    being recomputed at once (one, unless checkpoints are nested). Gradients are not counted.
+    Checkpointing everything as one segment keeps a tiny tape but rebuilds all of it here.
+    """
+    held = tape_bytes(loss)
+    live = [0, 0]
+    token = _RECOMPUTED.set(live)
+    try:
+        loss.backward()
+    finally:
+        _RECOMPUTED.reset(token)
+    return held + live[1]

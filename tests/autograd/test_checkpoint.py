@@ -6,6 +6,7 @@ import numpy as np
 
 from minitorch.autograd import (
     Tensor,
+    backward_peak_bytes,
     checkpoint,
     checkpoint_sequential,
     dropout,
@@ -81,3 +82,44 @@ def test_tape_bytes_counts_views_once_and_skips_leaves():
     y = x * 2  # 8000 bytes
     z = y.reshape(1000).reshape(10, 100)  # views of y: no new bytes
     assert tape_bytes(z) == 8000
+
+
+def _chain(n, width=16, batch=4):
+    """n tanh layers and an input; activation = batch * width float64 = 512 bytes."""
+    rng = np.random.default_rng(0)
+    _, fns = _layers(n, width, rng)
+    return fns, Tensor(rng.standard_normal((batch, width)))
+
+
+def _peak_in_activations(out):
+    return backward_peak_bytes((out * out).sum()) / (4 * 16 * 8)
+
+
+def test_backward_peak_bytes_adds_the_recomputed_segment():
+    fns, x = _chain(16)
+    plain = _peak_in_activations(functools.reduce(lambda h, f: f(h), fns, x))
+    assert round(plain) == 33  # 16 layers x (linear out, tanh out) + the loss's square
+    fns, x = _chain(16)
+    sqrt = _peak_in_activations(checkpoint_sequential(fns, 4, x))
+    assert round(sqrt) == 20  # 3 boundaries + last chunk (8) + square, then 8 recomputed
+    fns, x = _chain(16)
+    one = _peak_in_activations(checkpoint(lambda h: functools.reduce(lambda a, f: f(a), fns, h), x))
+    assert round(one) == 34  # a tiny tape, but backward rebuilds the whole net at once
+
+
+def test_backward_peak_bytes_counts_nested_recomputation():
+    fns, x = _chain(16)
+    nested = _peak_in_activations(checkpoint(lambda h: checkpoint_sequential(fns, 4, h), x))
+    assert round(nested) == 21  # 2 kept + outer rebuild (3 + 8) + inner rebuild (8)
+
+
+def test_backward_peak_bytes_still_computes_the_gradients():
+    fns, x = _chain(8)
+    ws = [f.args[0] for f in fns]
+    functools.reduce(lambda h, f: f(h), fns, x).sum().backward()
+    want = _grads(ws)
+    for w in ws:
+        w.grad = None
+    backward_peak_bytes(checkpoint_sequential(fns, 3, x).sum())
+    for a, b in zip(want, _grads(ws), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
