@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 import time
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -79,8 +80,12 @@ def _resolve(target: str) -> Any:
 
 
 def _functions_of(obj: Any) -> list[types.FunctionType]:
+    """The plain functions behind ``obj``: itself (and what it wraps), or a class's methods."""
     if isinstance(obj, types.FunctionType):
-        return [obj]
+        found = [obj]
+        while isinstance(getattr(found[-1], "__wrapped__", None), types.FunctionType):
+            found.append(found[-1].__wrapped__)  # functools.wraps decorators
+        return found
     if isinstance(obj, type):
         found = []
         for value in vars(obj).values():
@@ -90,7 +95,7 @@ def _functions_of(obj: Any) -> list[types.FunctionType]:
             if isinstance(raw, types.FunctionType):
                 found.append(raw)
         return found
-    raise TypeError(f"cannot block {obj!r}: not a function or class")
+    raise TypeError(f"cannot block {obj!r}: not a plain function or class (fix the grader)")
 
 
 @contextmanager
@@ -103,15 +108,19 @@ def blocked(targets: Sequence[str]) -> Iterator[None]:
     saved: list[tuple[types.FunctionType, types.CodeType]] = []
     try:
         for target in targets:
-            for fn in _functions_of(_resolve(target)):
-                if fn.__code__.co_freevars:
-                    continue  # closures cannot take a code object without free variables
+            obj = _resolve(target)
+            for fn in _functions_of(obj):
+                if fn.__code__.co_freevars:  # a swapped code object must keep the closure's size
+                    if not isinstance(obj, type):
+                        raise TypeError(f"cannot block closure {fn.__qualname__}; block its maker")
+                    continue  # a method using super(): its class's other methods stay blocked
                 name = f"{fn.__module__}.{fn.__qualname__}"
                 consts = tuple(name if c == "__A2S_NAME__" else c for c in _stub.__code__.co_consts)
                 saved.append((fn, fn.__code__))
-                fn.__code__ = _stub.__code__.replace(
-                    co_consts=consts, co_name=fn.__code__.co_name, co_qualname=fn.__qualname__
-                )
+                renamed = {"co_consts": consts, "co_name": fn.__code__.co_name}
+                if sys.version_info >= (3, 11):
+                    renamed["co_qualname"] = fn.__qualname__
+                fn.__code__ = _stub.__code__.replace(**renamed)
         yield
     finally:
         for fn, code in reversed(saved):

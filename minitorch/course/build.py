@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbformat import NotebookNode
 
-from minitorch.course.notebook import NotebookError, a2s_meta, dumps, read_notebook, tags
+from minitorch.course.notebook import (
+    NotebookError,
+    a2s_meta,
+    dumps,
+    read_notebook,
+    read_notebook_bytes,
+    tags,
+)
 from minitorch.course.syllabus import LABS, Lab
 
 __all__ = [
@@ -138,30 +145,62 @@ def existing_labs(root: Path) -> list[tuple[Lab, Path]]:
     return [(lab, lab.solution_path(root)) for lab in LABS if lab.solution_path(root).exists()]
 
 
-def build_all(root: Path, check: bool = False) -> list[str]:
+def holds_student_work(text: str) -> bool:
+    """True when a lab file has outputs or an exercise cell that is no longer a stub."""
+    try:
+        nb = read_notebook_bytes(text.encode("utf-8"), "lab")
+    except NotebookError:
+        return True  # unreadable: never overwrite what we do not understand
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if cell.get("outputs") or cell.get("execution_count") is not None:
+            return True
+        if "exercise" in tags(cell) and "raise NotImplementedError(" not in cell.source:
+            return True
+    return False
+
+
+def build_all(root: Path, check: bool = False, force: bool = False) -> BuildReport:
     """Write ``labs/`` from ``solutions/``; with ``check`` write nothing.
 
-    Returns the names of labs whose file differs from (or, with ``check``, would differ from)
-    a fresh build; stray notebooks in ``labs/`` count as differing.
+    ``differing`` names labs whose file differs from (or would differ from) a fresh build,
+    stray notebooks in ``labs/`` included. A lab file that holds a student's work (outputs, or
+    an exercise cell that is not a stub) is left alone and listed in ``kept`` unless ``force``;
+    stray notebooks are only deleted with ``force``.
     """
     built = [
         Built(lab, lab.lab_path(root), dumps(build_lab(read_notebook(path), path.name)))
         for lab, path in existing_labs(root)
     ]
-    differing = []
+    report = BuildReport()
     for item in built:
         current = item.target.read_text(encoding="utf-8") if item.target.exists() else None
-        if current != item.text:
-            differing.append(item.lab.name)
-            if not check:
-                item.target.parent.mkdir(parents=True, exist_ok=True)
-                item.target.write_text(item.text, encoding="utf-8")
+        if current == item.text:
+            continue
+        report.differing.append(item.lab.name)
+        if check:
+            continue
+        if current is not None and not force and holds_student_work(current):
+            report.kept.append(item.target)
+            continue
+        item.target.parent.mkdir(parents=True, exist_ok=True)
+        item.target.write_text(item.text, encoding="utf-8")
+        report.written.append(item.lab.name)
     expected = {item.target.name for item in built}
     labs_dir = root / "labs"
-    if labs_dir.is_dir():
-        for stray in sorted(labs_dir.glob("*.ipynb")):
-            if stray.name not in expected:
-                differing.append(f"{stray.stem} (no solution)")
-                if not check:
-                    stray.unlink()
-    return differing
+    for stray in sorted(labs_dir.glob("*.ipynb")) if labs_dir.is_dir() else []:
+        if stray.name not in expected:
+            report.differing.append(f"{stray.stem} (no solution)")
+            if force and not check:
+                stray.unlink()
+            else:
+                report.kept.append(stray)
+    return report
+
+
+@dataclass(slots=True)
+class BuildReport:
+    differing: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    kept: list[Path] = field(default_factory=list)  # left alone: student work or strays

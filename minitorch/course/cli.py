@@ -37,6 +37,15 @@ def _positive(kind: type) -> callable:
     return parse
 
 
+def _memory_mb(text: str) -> int:
+    value = _positive(int)(text)
+    if value < 1024:
+        raise argparse.ArgumentTypeError(
+            f"{value} MB is too little: torch alone maps ~800 MB; use 1024 or more"
+        )
+    return value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -58,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("build", help="write labs/ from solutions/ (student copies)")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 if labs/ differs")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="also replace lab files holding work and delete stray notebooks in labs/",
+    )
 
     s = sub.add_parser(
         "execute", help="(authors) run solutions/NN_*.ipynb in place, refresh outputs"
@@ -97,7 +111,7 @@ def _limits(s: argparse.ArgumentParser) -> None:
                    help="seconds per cell before it is interrupted (60)")  # fmt: skip
     s.add_argument("--timeout", type=_positive(float), default=900.0, metavar="S",
                    help="seconds for a whole notebook (900)")  # fmt: skip
-    s.add_argument("--memory-limit", type=_positive(int), default=4096, metavar="MB",
+    s.add_argument("--memory-limit", type=_memory_mb, default=4096, metavar="MB",
                    help="kernel address-space cap, MB (4096; torch uses ~800)")  # fmt: skip
 
 

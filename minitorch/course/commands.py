@@ -76,20 +76,29 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     root = _root()
     try:
-        differing = build_all(root, check=args.check)
+        report = build_all(root, check=args.check, force=args.force)
     except NotebookError as exc:
         print(f"a2s build: {exc}", file=sys.stderr)
         return 1
     if args.check:
-        if differing:
+        if report.differing:
             print("labs/ differs from a fresh build of solutions/ (run `a2s build`):")
-            for name in differing:
+            for name in report.differing:
                 print(f"  {name}")
             return 1
         print(f"labs/ is up to date ({len(existing_labs(root))} labs)")
         return 0
-    print(f"wrote {len(differing)} lab(s)" + (": " + ", ".join(differing) if differing else ""))
-    return 0
+    print(
+        f"wrote {len(report.written)} lab(s)"
+        + (": " + ", ".join(report.written) if report.written else "")
+    )
+    for path in report.kept:
+        print(
+            f"kept {path.relative_to(root)}: it holds work (outputs or edited exercises) or has "
+            "no solution; copy it elsewhere, or pass --force to replace it",
+            file=sys.stderr,
+        )
+    return 1 if report.kept else 0
 
 
 def cmd_execute(args: argparse.Namespace) -> int:

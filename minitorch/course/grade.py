@@ -9,6 +9,7 @@ notebook runs again so the exercises after it are still graded.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -140,8 +141,12 @@ def grade_submission(
     missing = _merge(base, submission, exs)
     fixed: dict[str, tuple[str, str]] = {}  # exercise -> (status, message) decided by a rerun
     n_code = sum(c.cell_type == "code" for c in base.cells)
+    deadline = time.monotonic() + opts.timeout  # one budget for the notebook, reruns included
     for _attempt in range(len(exs) + 2):
-        run = run_notebook(base, opts, (lambda n: progress(n, n_code)) if progress else None)
+        left = RunOptions(
+            opts.cell_timeout, max(1.0, deadline - time.monotonic()), opts.memory_limit_mb
+        )
+        run = run_notebook(base, left, (lambda n: progress(n, n_code)) if progress else None)
         culprit = _culprit(run.records, run.order)
         if culprit is None or run.timed_out:
             break
@@ -159,11 +164,15 @@ def grade_submission(
     if run.timed_out:
         result.error = f"grading stopped: the notebook exceeded --timeout={opts.timeout:g} s"
     setup = [run.records[c.id] for c in base.cells if "setup" in tags(c) and c.id in run.records]
-    if any(r["outcome"] == "failed" for r in setup) and not result.error:
-        bad = next(r for r in setup if r["outcome"] == "failed")
-        result.error = f"the setup cell failed: {bad['ename']}: {bad['evalue'] or bad['message']}"
+    bad = next((r for r in setup if r["outcome"] == "failed"), None)
+    if bad is not None and not result.error:
+        why = f"{bad['ename']}: {bad['evalue']}" if bad["ename"] else bad["message"]
+        result.error = f"the course's setup cell failed, so nothing could be graded ({why}); "
+        result.error += "run `a2s doctor`, or raise --memory-limit if it says MemoryError"
     for ex in exs:
         status, message = exercise_status(ex, run.records, missing, fixed, run.timed_out)
+        if bad is not None and status != "passed":
+            status, message = "error", "not graded: the setup cell failed (see the error above)"
         points = ex.points if status == "passed" else 0.0
         result.exercises.append(ExerciseResult(ex.id, ex.title, points, ex.points, status, message))
     result.score = sum(e.points for e in result.exercises)

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.course.notebook import exercises, read_notebook
+from minitorch.course.notebook import NotebookError, exercises, read_notebook
 from minitorch.course.syllabus import DIMENSIONS, PROFILES, SUBJECTS, find_lab
 
 __all__ = ["SkillReport", "level", "skill_report"]
@@ -90,7 +90,13 @@ def skill_report(results: dict, root: Path, profile: str | None = None) -> Skill
             notes.append(f"{res.get('notebook')}: not graded ({res.get('error')})")
             continue
         if res["lab"] not in meta_cache:
-            meta_cache[res["lab"]] = _exercise_meta(root, res["lab"])
+            try:
+                meta_cache[res["lab"]] = _exercise_meta(root, res["lab"])
+            except (KeyError, FileNotFoundError, NotebookError):
+                notes.append(f"{res.get('notebook')}: lab {res['lab']!r} has no notebook here")
+                meta_cache[res["lab"]] = None
+        if meta_cache[res["lab"]] is None:
+            continue
         for ex in res.get("exercises", []):
             subject, dim, layer = meta_cache[res["lab"]].get(
                 ex["id"], ("fundamentals", "hands-on", "0")

@@ -40,7 +40,7 @@ class RunOptions:
     """Limits of one grading run."""
 
     cell_timeout: float = 60.0  # seconds per cell
-    timeout: float = 600.0  # seconds for the whole notebook
+    timeout: float = 900.0  # seconds for the whole notebook, reruns included
     memory_limit_mb: int = 4096  # kernel address-space cap; torch alone takes ~0.8 GB
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,9 +15,10 @@ if TYPE_CHECKING:
 __all__ = ["exercise_status", "results_json", "write_json", "write_junit"]
 
 _MEMORY_HINT = (
-    "ran out of memory (the grader caps the kernel's address space with --memory-limit); "
-    "look for an array far larger than the inputs"
+    "MemoryError: ran out of memory (the grader caps the kernel's address space with "
+    "--memory-limit); look for an array far larger than the inputs"
 )
+_OTHER_EXERCISE = re.compile(r"not implemented yet: Exercise (\d\d\.\d+)")
 
 
 def _explain(rec: dict) -> str:
@@ -26,6 +28,16 @@ def _explain(rec: dict) -> str:
     if ename:
         return f"{ename}: {evalue}".strip()
     return rec.get("message", "")[-600:]
+
+
+def _blame(ex_id: str, message: str) -> str:
+    """Say so when an exercise failed because it uses an earlier exercise that is a stub."""
+    match = _OTHER_EXERCISE.search(message)
+    if match and match.group(1) != ex_id:
+        return (
+            f"this exercise uses your Exercise {match.group(1)}, which does not work yet: {message}"
+        )
+    return message
 
 
 def _passed_line(rec: dict) -> str:
@@ -64,7 +76,7 @@ def exercise_status(
         return "error", f"your exercise cell raised {_explain(ex_rec)}"
     ename = check.get("ename") or ""
     if ename in ("AssertionError", "CheckFailure", "ReferenceCalledError"):
-        return "failed", check.get("evalue") or "check failed"
+        return "failed", _blame(ex.id, check.get("evalue") or "check failed")
     if ename == "NameError":
         return "failed", f"the check could not find your function ({check.get('evalue')})"
     if ename == "StudentError":
@@ -86,10 +98,14 @@ def write_junit(results: list[SubmissionResult], path: Path) -> None:
     """One ``testsuite`` per notebook, one ``testcase`` per exercise."""
     suites = ET.Element("testsuites")
     for res in results:
-        suite = ET.SubElement(suites, "testsuite", name=res.notebook, tests=str(len(res.exercises)))
+        count = len(res.exercises) + (1 if res.error else 0)
+        suite = ET.SubElement(suites, "testsuite", name=res.notebook, tests=str(count))
+        fails = errors = 0
         if res.error:
             ET.SubElement(suite, "system-err").text = res.error
-        fails = errors = 0
+            case = ET.SubElement(suite, "testcase", classname=f"lab{res.lab}", name="notebook")
+            ET.SubElement(case, "error", message=res.error[:500], type="notebook").text = res.error
+            errors += 1
         for ex in res.exercises:
             case = ET.SubElement(
                 suite, "testcase", classname=f"lab{res.lab}", name=f"{ex.id} {ex.title}"
@@ -99,7 +115,8 @@ def write_junit(results: list[SubmissionResult], path: Path) -> None:
                 ET.SubElement(case, "failure", message=ex.message[:500]).text = ex.message
             elif ex.status in ("error", "timeout"):
                 errors += 1
-                ET.SubElement(case, "error", message=ex.message[:500], type=ex.status)
+                node = ET.SubElement(case, "error", message=ex.message[:500], type=ex.status)
+                node.text = ex.message
         suite.set("failures", str(fails))
         suite.set("errors", str(errors))
     path.parent.mkdir(parents=True, exist_ok=True)

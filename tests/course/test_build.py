@@ -92,3 +92,36 @@ def test_bad_markers_stop_the_build() -> None:
     nb.cells[0].source = "### BEGIN SOLUTION\nx = 1"
     with pytest.raises(NotebookError, match="never closed"):
         build_lab(nb, "x.ipynb")
+
+
+def _lab_root(tmp_path):
+    import shutil
+
+    from minitorch.course.syllabus import repo_root
+
+    (tmp_path / "labs").mkdir()
+    (tmp_path / "solutions").mkdir()
+    src = repo_root() / "solutions" / "00_orientation.ipynb"
+    shutil.copy(src, tmp_path / "solutions" / src.name)
+    return tmp_path
+
+
+def test_build_never_overwrites_student_work_without_force(tmp_path) -> None:
+    from minitorch.course.build import build_all
+
+    root = _lab_root(tmp_path)
+    assert build_all(root).written == ["00_orientation"]
+    lab = root / "labs" / "00_orientation.ipynb"
+    nb = nbformat.read(lab, as_version=4)
+    next(c for c in nb.cells if c.get("id") == "ex-00-1").source = "def matmul_flops(m, n, k): ..."
+    work = dumps(nb)
+    lab.write_text(work)
+    (root / "labs" / "my_notes.ipynb").write_text("{}")
+    # a changed solution makes the lab differ; the student's edits are kept all the same
+    sol = root / "solutions" / "00_orientation.ipynb"
+    sol.write_text(sol.read_text().replace("Orientation", "Orientation!"))
+    report = build_all(root)
+    assert report.written == [] and len(report.kept) == 2
+    assert lab.read_text() == work and (root / "labs" / "my_notes.ipynb").exists()
+    report = build_all(root, force=True)
+    assert report.written == ["00_orientation"] and not (root / "labs" / "my_notes.ipynb").exists()

@@ -30,6 +30,7 @@ def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[s
         ["grade", "x.ipynb", "--json", "o.json", "--cell-timeout", "-1"],
         ["grade", "x.ipynb", "--json", "o.json", "--fail-under", "140"],
         ["grade", "x.ipynb", "--json", "o.json", "--memory-limit", "lots"],
+        ["grade", "x.ipynb", "--json", "o.json", "--memory-limit", "600"],
         ["report", "r.json", "--profile", "astronaut"],
     ],
 )
