@@ -94,3 +94,20 @@ def call(student: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
                 f"{exc} — keep the signature of the exercise cell (names and keywords)."
             ) from None
         raise
+
+
+def torch_trajectory(
+    make_opt: Callable[[list[torch.nn.Parameter]], torch.optim.Optimizer],
+    problem: Quadratic,
+    w0: np.ndarray,
+    steps: int,
+) -> list[np.ndarray]:
+    """Run a torch optimizer on ``problem`` from ``w0``; return the weights after each step."""
+    w = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+    opt = make_opt([w])
+    out = []
+    for _ in range(steps):
+        w.grad = torch.from_numpy(problem.grad(w.detach().numpy()))
+        opt.step()
+        out.append(w.detach().numpy().copy())
+    return out

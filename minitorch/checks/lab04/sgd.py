@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
 from minitorch.checks.core import assert_close, assert_true, grader, rng
 from minitorch.checks.lab04._common import (
-    Quadratic,
     as_float_array,
     call,
     quadratic,
+    torch_trajectory,
     unchanged_input,
 )
 
@@ -78,23 +77,12 @@ def _random_configs(seed: int) -> list[tuple[str, dict[str, Any], str]]:
     return out
 
 
-def _torch_run(cfg: dict[str, Any], problem: Quadratic, w0: np.ndarray) -> list[np.ndarray]:
-    w = torch.nn.Parameter(torch.from_numpy(w0.copy()))
-    opt = torch.optim.SGD([w], **cfg)
-    out = []
-    for _ in range(STEPS):
-        w.grad = torch.from_numpy(problem.grad(w.detach().numpy()))
-        opt.step()
-        out.append(w.detach().numpy().copy())
-    return out
-
-
 def _run_config(
     student: Callable[..., Any], name: str, cfg: dict[str, Any], hint: str, seed: int
 ) -> float:
     problem = quadratic(seed)
     w0 = rng(seed + 100).standard_normal(problem.shape)
-    want = _torch_run(cfg, problem, w0)
+    want = torch_trajectory(lambda params: torch.optim.SGD(params, **cfg), problem, w0, STEPS)
     w, buf, err = w0.copy(), None, 0.0
     for t in range(1, STEPS + 1):
         g = problem.grad(w)
