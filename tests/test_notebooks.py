@@ -80,3 +80,15 @@ def test_solution_gets_full_points(lab, path) -> None:
     bad = [(e.id, e.status, e.message) for e in result.exercises if e.status != "passed"]
     assert not bad
     assert result.score == result.max_score > 0
+
+
+def test_readme_lab_table_matches_the_repository() -> None:
+    from minitorch.course.syllabus import LABS as ALL_LABS
+
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    for lab in ALL_LABS:
+        row = next((ln for ln in lines if ln.startswith(f"| {lab.number} |")), None)
+        assert row is not None, f"README's lab table has no row for lab {lab.number}"
+        ready = lab.solution_path(ROOT).exists()
+        assert row.rstrip().endswith("| ready |" if ready else "| planned |"), row
+        assert (f"(labs/{lab.name}.ipynb)" in row) == ready, row

@@ -36,6 +36,7 @@ __all__ = [
     "blocked",
     "fmt_bytes",
     "grader",
+    "guarded",
     "rng",
 ]
 
@@ -161,6 +162,11 @@ class _Guarded:
         if len(_CALLS) > start:  # the student caught our exception: still a reference call
             _reference_called(_CALLS[-1])
         return result
+
+
+def guarded(fn: Callable[..., Any], exercise: str, blocks: Sequence[str]) -> Callable[..., Any]:
+    """Wrap ``fn`` (e.g. a method of a student's class) so it runs with ``blocks`` blocked."""
+    return _Guarded(fn, exercise, tuple(blocks))
 
 
 def grader(exercise: str, *, blocks: Sequence[str] = ()) -> Callable[..., Callable[..., None]]:

@@ -1,0 +1,114 @@
+"""Grader of exercise 02.3: the backward pass over a given topological order.
+
+The order comes from the grader's own Kahn's algorithm (so a wrong 02.2 does not fail
+02.3). Every node's gradient, leaves and intermediates, is compared with torch.autograd in
+float64 (``retain_grad``) on named graphs (a node used twice, a diamond) and random ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minitorch.autograd.scalar import Value
+from minitorch.checks.core import CheckFailure, assert_close, grader, rng
+from minitorch.checks.lab02._graphs import kahn_order, random_program, run_on_torch, run_on_values
+
+__all__ = ["check_backward"]
+
+_S = "minitorch.autograd.scalar:Value"
+BLOCKS = (f"{_S}.backward", f"{_S}.topo_order", "minitorch.autograd.engine:backward")
+
+_NAMED = {  # (program, what it catches)
+    "y = x * x (x used twice by one node)": [("input", 1.5), ("mul", 0, 0)],
+    "diamond: y = (x * w) * tanh(x)": [("input", 0.7), ("input", -1.2), ("mul", 0, 1),
+                                       ("tanh", 0), ("mul", 2, 3)],
+    "chain: y = tanh(tanh(3 x))": [("input", 0.4), ("scale", 0, 3.0), ("tanh", 1), ("tanh", 2)],
+    "a neuron: tanh(w1 x1 + w2 x2 + b)": [("input", 2.0), ("input", -3.0), ("input", 0.0),
+                                          ("input", 1.0), ("input", 6.88), ("mul", 0, 2),
+                                          ("mul", 1, 3), ("add", 5, 6), ("add", 7, 4),
+                                          ("tanh", 8)],
+}  # fmt: skip
+
+
+def _forward_order(root: Value, order: list[Value]) -> None:
+    root.grad = 1.0
+    for v in order:
+        for p, local in zip(v.parents, v.local_grads, strict=True):
+            p.grad += local * v.grad
+
+
+def _assign(root: Value, order: list[Value]) -> None:
+    root.grad = 1.0
+    for v in reversed(order):
+        for p, local in zip(v.parents, v.local_grads, strict=True):
+            p.grad = local * v.grad
+
+
+def _no_chain(root: Value, order: list[Value]) -> None:
+    root.grad = 1.0
+    for v in reversed(order):
+        for p, local in zip(v.parents, v.local_grads, strict=True):
+            p.grad += local
+
+
+_WRONG = (  # known mistakes, run on a twin graph to name the one the student made
+    (_forward_order, "You walked the order parents-first: walk it *reversed* (root first), so "
+     "a node's gradient is complete before you pass it on to its parents."),
+    (_assign, "A node used twice gets two contributions: accumulate with p.grad += ..., never "
+     "p.grad = ... (the multivariable chain rule sums over paths)."),
+    (_no_chain, "Each parent gets local_grad * v.grad (the chain rule), not the local grad alone."),
+)  # fmt: skip
+
+
+def _hint(prog: list, got: list[float]) -> str:
+    if got[-1] != 1.0:
+        return "The root's gradient must be seeded: dL/dL = 1 (set root.grad = 1.0 first)."
+    for wrong, hint in _WRONG:
+        twin = run_on_values(prog)
+        wrong(twin[-1], kahn_order(twin[-1]))
+        if np.allclose([v.grad for v in twin], got, rtol=1e-9, atol=1e-12):
+            return hint
+    return (
+        "Each parent gets local_grad * v.grad, added to what it already has "
+        "(p.grad += local * v.grad), with v taken in reverse topological order."
+    )
+
+
+def _check_program(student: Callable[..., Any], prog: list, case: str) -> int:
+    nodes = run_on_values(prog)
+    root = nodes[-1]
+    order = kahn_order(root)
+    data = [v.data for v in nodes]
+    want = run_on_torch(prog)
+    out = student(root, order)
+    if out is not None and not isinstance(out, (list, tuple, Value, float)):
+        raise CheckFailure(f"[{case}] backward returns None (it fills v.grad); got {out!r}.")
+    if [v.data for v in nodes] != data:
+        raise CheckFailure(f"[{case}] backward changed some v.data: it must only write v.grad.")
+    assert_close(
+        np.array([v.grad for v in nodes]),
+        np.array(want),
+        case=case,
+        rtol=1e-9,
+        atol=1e-12,
+        what="gradients of every node (dL/dv)",
+        hint=_hint(prog, [v.grad for v in nodes]),
+    )
+    return len(order)
+
+
+@grader("02.3", blocks=BLOCKS)
+def check_backward(student) -> str:
+    """Compare every node's gradient with torch.autograd on named and random graphs."""
+    for case, prog in _NAMED.items():
+        _check_program(student, prog, case)
+    g = rng(23)
+    total = 0
+    for k in range(25):
+        n_ops = int(g.integers(3, 300)) if k < 24 else 10_000
+        prog = random_program(g, int(g.integers(1, 6)), n_ops, ("add", "mul", "tanh", "scale"))
+        total += _check_program(student, prog, f"random graph {k} ({n_ops} ops)")
+    return f"{len(_NAMED) + 25} graphs, {total:,} nodes: every grad = torch.autograd (float64)"

@@ -1,0 +1,145 @@
+"""Grader of exercise 02.6: one SGD step of a scalar MLP on the logistic loss.
+
+Step by step against a torch float64 twin of the same network (same initial weights,
+``torch.optim.SGD``): the returned loss and every parameter after each of three steps. Then
+60 steps on a seeded moons set must halve the loss and classify >= 90% of it correctly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from minitorch.autograd.scalar_nn import MLP
+from minitorch.checks.core import CheckFailure, assert_close, assert_true, grader
+from minitorch.data.toy2d import make_moons, signed
+
+__all__ = ["check_train_step"]
+
+ACCURACY = 0.9
+
+
+def _torch_twin(model: MLP) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(W, b) per layer as float64 leaves, W: (n_out, n_in), copied from the Values."""
+    layers = []
+    for layer in model.layers:
+        w = [[wi.data for wi in n.w] for n in layer.neurons]
+        b = [n.b.data for n in layer.neurons]
+        layers.append(
+            (
+                torch.tensor(w, dtype=torch.float64, requires_grad=True),
+                torch.tensor(b, dtype=torch.float64, requires_grad=True),
+            )
+        )
+    return layers
+
+
+def _scores(layers: list[tuple[torch.Tensor, torch.Tensor]], x: np.ndarray) -> torch.Tensor:
+    h = torch.as_tensor(x, dtype=torch.float64)  # (n, 2)
+    for k, (w, b) in enumerate(layers):
+        h = h @ w.T + b  # (n, n_out)
+        if k < len(layers) - 1:
+            h = torch.tanh(h)
+    return h[:, 0]  # (n,)
+
+
+def _loss(layers: list, x: np.ndarray, y: np.ndarray) -> torch.Tensor:
+    margin = torch.as_tensor(y) * _scores(layers, x)
+    return torch.log(1 + torch.exp(-margin)).mean()
+
+
+def _flat(model: MLP) -> np.ndarray:
+    return np.array([p.data for p in model.parameters()])
+
+
+def _flat_torch(layers: list) -> np.ndarray:
+    return np.concatenate(
+        [torch.cat([w, b[:, None]], 1).detach().numpy().ravel() for w, b in layers]
+    )
+
+
+def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[list[float]], list[float]]:
+    x, y = make_moons(n, noise=0.1, seed=seed)
+    ys = signed(y)
+    return x, ys, [[float(a), float(b)] for a, b in x], [float(v) for v in ys]
+
+
+def _vs_torch(student: Callable[..., Any]) -> int:
+    model, lr = MLP(2, [4, 4, 1], seed=5), 0.5
+    x, ys, xs, yl = _data(16, seed=3)
+    layers = _torch_twin(model)
+    opt = torch.optim.SGD([t for pair in layers for t in pair], lr=lr)
+    for step in range(3):
+        case = f"step {step + 1} of 3, MLP 2-4-4-1, 16 points, lr {lr}"
+        before = _flat(model)
+        opt.zero_grad()
+        loss = _loss(layers, x, ys)
+        loss.backward()
+        opt.step()
+        got = student(model, xs, yl, lr)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            raise CheckFailure(f"[{case}] return the loss as a float, got {got!r}.") from None
+        want = loss.item()
+        hint = (
+            "The loss is the *mean* over examples of log(1 + exp(-y * score)), before the update."
+        )
+        if np.isclose(got, want * len(xs)):
+            hint = "You returned the *sum* of the example losses: divide by their number (mean)."
+        assert_close(got, want, case=case, rtol=1e-9, atol=1e-12, what="returned loss", hint=hint)
+        after, torch_after = _flat(model), _flat_torch(layers)
+        step_taken = before - torch_after
+        hint = "Update each parameter with p.data -= lr * p.grad, after loss.backward()."
+        if np.allclose(after, before):
+            hint = "The parameters did not change: update p.data -= lr * p.grad."
+        elif np.allclose(after, before + step_taken):
+            hint = "The parameters moved uphill: it is p.data -= lr * p.grad (minus: descend)."
+        elif step > 0:
+            hint = (
+                "Step 1 matched but this one does not: set every p.grad = 0.0 before backward. "
+                "backward *adds* into grad, so without zeroing you step on the sum of all past "
+                "gradients (torch's optimizer.zero_grad())."
+            )
+        assert_close(
+            after,
+            torch_after,
+            case=case,
+            rtol=1e-9,
+            atol=1e-12,
+            what="parameters after the step (model.parameters() order)",
+            hint=hint,
+        )
+    return len(model.parameters())
+
+
+def _accuracy(model: MLP, x: np.ndarray, ys: np.ndarray) -> float:
+    with torch.no_grad():
+        return float(((_scores(_torch_twin(model), x) > 0).numpy() == (ys > 0)).mean())
+
+
+@grader("02.6")
+def check_train_step(student) -> str:
+    """Three steps against torch.optim.SGD, then 60 steps on moons: accuracy >= 90%."""
+    n_params = _vs_torch(student)
+    model, lr, steps = MLP(2, [4, 4, 1], seed=0), 1.5, 60
+    x, ys, xs, yl = _data(40, seed=0)
+    losses = [float(student(model, xs, yl, lr)) for _ in range(steps)]
+    acc = _accuracy(model, x, ys)
+    assert_true(
+        losses[-1] < 0.5 * losses[0],
+        f"[moons, 40 points, MLP 2-4-4-1, lr {lr}] the loss went from {losses[0]:.3f} to "
+        f"{losses[-1]:.3f} in {steps} steps; it should at least halve.",
+    )
+    assert_true(
+        acc >= ACCURACY,
+        f"[moons, 40 points] training accuracy {acc:.0%} after {steps} steps, expected >= "
+        f"{ACCURACY:.0%}.",
+    )
+    return (
+        f"3 steps = torch.optim.SGD on {n_params} parameters; moons: loss {losses[0]:.3f} -> "
+        f"{losses[-1]:.3f}, accuracy {acc:.0%} in {steps} steps"
+    )
