@@ -113,6 +113,7 @@ def _per_node(make: Callable[[float], Any], nodes: int, gc_on: bool, repeats: in
     """Median seconds per node of build + backward, repeated so dead graphs pile up."""
     times = []
     gc.collect()
+    gc.freeze()  # objects alive now (torch, if imported) are never walked: measure the engine
     (gc.enable if gc_on else gc.disable)()
     try:
         for _ in range(repeats):
@@ -123,6 +124,7 @@ def _per_node(make: Callable[[float], Any], nodes: int, gc_on: bool, repeats: in
             del y
     finally:
         gc.enable()
+        gc.unfreeze()
         gc.collect()
     return sorted(times)[len(times) // 2]
 
