@@ -92,3 +92,19 @@ def test_readme_lab_table_matches_the_repository() -> None:
         ready = lab.solution_path(ROOT).exists()
         assert row.rstrip().endswith("| ready |" if ready else "| planned |"), row
         assert (f"(labs/{lab.name}.ipynb)" in row) == ready, row
+
+
+@pytest.mark.parametrize(("lab", "path"), LABS, ids=IDS)
+def test_every_grader_has_wrong_answer_and_reference_tests(lab, path) -> None:
+    """Each check function is exercised by tests/checks/test_labNN.py, which also tests that
+    calling the reference is rejected (the course's own bar: every check can fail)."""
+    test_file = ROOT / "tests" / "checks" / f"test_lab{lab.number}.py"
+    assert test_file.exists(), f"{test_file.relative_to(ROOT)} is missing"
+    text = test_file.read_text(encoding="utf-8")
+    assert "ReferenceCalledError" in text, "no test shows that calling the reference fails"
+    assert "CheckFailure" in text, "no test shows that a wrong answer fails"
+    nb = read_notebook(path)
+    for cell in nb.cells:
+        if "check" in tags(cell):
+            name = re.match(rf"lab{lab.number}\.(check_\w+)", cell.source).group(1)
+            assert name in text, f"{name} is not exercised by {test_file.name}"
