@@ -40,6 +40,9 @@ def test_notebook_follows_the_lab_format(lab, path) -> None:
     for cid in ids:
         assert cid and _CELL_ID.match(cid), f"cell id {cid!r} is not hand-picked (a-z, 0-9, -)"
     assert any("setup" in tags(c) for c in nb.cells), "a setup cell is required"
+    assert ids[0] == "title" and nb.cells[0].cell_type == "markdown", "a lab opens with its title"
+    built = next((c for c in nb.cells if c.get("id") == "built"), None)
+    assert built is not None and "What you built" in built.source, "a lab closes with 'built'"
     exs = exercises(nb)
     assert exs, "a lab has at least one exercise"
     for ex in exs:

@@ -19,11 +19,13 @@ from minitorch.course.syllabus import LABS, Lab, find_lab
 __all__ = [
     "Exercise",
     "NotebookError",
+    "a2s_meta",
     "dumps",
     "exercises",
     "lab_of",
     "read_notebook",
     "read_notebook_bytes",
+    "tags",
 ]
 
 _NAME = re.compile(r"^(\d\d)_")
