@@ -122,19 +122,26 @@ def cmd_execute(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_bar(total_hint: str, quiet: bool):
-    if quiet:
-        return None, None
-    from tqdm.auto import tqdm
+class _Progress:
+    """A tqdm bar over notebook cells, opened at the first update (when the total is known)."""
 
-    bar = tqdm(total=0, desc=total_hint, unit="cell", leave=False, file=sys.stderr)
+    def __init__(self, desc: str, quiet: bool) -> None:
+        self.desc, self.quiet, self.bar = desc, quiet, None
 
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
+    def update(self, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        if self.bar is None:
+            from tqdm.auto import tqdm
 
-    return bar, update
+            self.bar = tqdm(total=total, desc=self.desc, unit="cell", leave=False, file=sys.stderr)
+        self.bar.total = total
+        self.bar.n = min(done, total)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _table(result) -> list[str]:
@@ -156,10 +163,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     path = Path(args.notebook) if args.notebook else lab.lab_path(root)
     if not path.exists():
         raise UsageError(f"{path}: no such notebook")
-    bar, update = _progress_bar(f"lab {lab.number}", quiet=False)
-    result = grade_submission(str(path), _options(args), root, update)
-    if bar is not None:
-        bar.close()
+    progress = _Progress(f"lab {lab.number}", quiet=False)
+    result = grade_submission(str(path), _options(args), root, progress.update)
+    progress.close()
     if result.lab is not None and result.lab != lab.number:
         print(f"note: {path} is lab {result.lab}, not lab {lab.number}", file=sys.stderr)
     print("\n".join(_table(result)))
@@ -190,10 +196,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def cmd_grade(args: argparse.Namespace) -> int:
     _check_outputs(args)
     root = _root()
-    bar, update = _progress_bar("grading", args.quiet)
-    results = grade_paths(args.paths, _options(args), root, update)
-    if bar is not None:
-        bar.close()
+    progress = _Progress("grading", args.quiet)
+    results = grade_paths(args.paths, _options(args), root, progress.update)
+    progress.close()
     write_json(results, Path(args.json))
     if args.junit:
         write_junit(results, Path(args.junit))
