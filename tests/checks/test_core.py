@@ -7,6 +7,7 @@ import pytest
 
 from minitorch.checks.core import (
     CheckFailure,
+    ForbiddenCallError,
     ReferenceCalledError,
     StudentError,
     assert_bits_equal,
@@ -105,3 +106,196 @@ def test_assert_close_reports_shape_and_first_mismatch() -> None:
 def test_assert_bits_equal_shows_hex() -> None:
     with pytest.raises(CheckFailure, match="got 0x3f80, expected 0x3f81"):
         assert_bits_equal(np.array([0x3F80], np.uint16), np.array([0x3F81], np.uint16), case="c")
+
+
+# --------------------------------------------------------------------------- forbidden calls
+def _torch_direct(x: int) -> int:
+    import torch
+
+    return int(torch.tensor(x) * 2)
+
+
+def _torch_aliased(x: int) -> int:
+    t = __import__("torch")
+    mul = t.mul
+    return int(mul(t.tensor(x), 2))
+
+
+def _torch_method(x: int) -> int:
+    import numpy
+    import torch
+
+    return int(torch.from_numpy(numpy.array([x])).sum().item() * 2)
+
+
+def _torch_in_helper(x: int) -> int:
+    def helper(v: int) -> int:
+        import torch.nn.functional as F
+
+        return int(F.relu(__import__("torch").tensor(float(v)))) * 2
+
+    return helper(x)
+
+
+def _torch_swallowed(x: int) -> int:
+    try:
+        return _torch_direct(x)
+    except Exception:
+        return 2 * x
+
+
+def _torch_in_thread(x: int) -> int:
+    import threading
+
+    out: list[int] = []
+    worker = threading.Thread(target=lambda: out.append(_torch_swallowed(x)))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+@pytest.mark.parametrize(
+    "cheat",
+    [_torch_direct, _torch_aliased, _torch_method, _torch_in_helper, _torch_swallowed,
+     _torch_in_thread],
+)  # fmt: skip
+def test_torch_is_forbidden_anywhere_in_the_call_tree(cheat) -> None:
+    with pytest.raises(ForbiddenCallError, match=r"`torch\."):
+        check_double(cheat)
+
+
+def test_a_cloned_reference_is_caught_by_its_file_and_name() -> None:
+    import types
+
+    fn = costs.matmul_flops
+    clone = types.FunctionType(fn.__code__, fn.__globals__, "innocent")
+    with pytest.raises(ReferenceCalledError, match="matmul_flops"):
+        check_double(lambda x: clone(x, 1, 1))
+
+
+def test_a_second_import_of_the_reference_file_is_caught() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("my_costs", costs.__file__)
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    with pytest.raises(ReferenceCalledError, match="a second import"):
+        check_double(lambda x: copy.matmul_flops(x, 1, 1))
+
+
+def test_forbidden_numpy_routines_are_named_but_numpy_internals_are_not() -> None:
+    @grader("99.3", forbid=("numpy:convolve", "math:fsum"))
+    def check_sum(student) -> str:
+        assert_close(student([1.0, 2.0]), 3.0, case="two")
+        return "ok"
+
+    with pytest.raises(ForbiddenCallError, match="numpy:convolve"):
+        check_sum(lambda xs: float(np.convolve(xs, [1.0])[0] + np.convolve(xs, [1.0])[1]))
+    with pytest.raises(ForbiddenCallError, match="math:fsum"):
+        check_sum(lambda xs: __import__("math").fsum(xs))
+    check_sum(lambda xs: float(np.sum(np.asarray(xs))))  # allowed routines work
+
+
+def test_a_check_may_allow_torch() -> None:
+    @grader("99.4", forbid=())
+    def check_free(student) -> str:
+        assert_close(student(2), 4, case="two")
+        return "ok"
+
+    check_free(_torch_direct)
+
+
+# --------------------------------------------------------------------------- values, cascades
+class _AlwaysEqual(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
+
+
+def test_a_value_that_decides_its_own_equality_fails() -> None:
+    from minitorch.checks.core import plain
+
+    with pytest.raises(CheckFailure, match="subclass of int"):
+        plain(_AlwaysEqual(3))
+    with pytest.raises(CheckFailure, match="subclass of int"):
+        check_double(lambda x: _AlwaysEqual(0))
+    assert plain([1, (2.5, "a"), {"k": np.float32(1)}]) == [1, (2.5, "a"), {"k": np.float32(1)}]
+
+
+def test_an_earlier_failed_exercise_is_replaced_by_the_reference(capsys) -> None:
+    from minitorch.checks import core
+
+    @grader("99.5", uses=(("99.1", "matmul_flops", "minitorch.hardware.costs:matmul_flops"),))
+    def check_uses(student) -> str:
+        assert_close(student(2), 16, case="two")  # 2 * matmul_flops(2, 2, 2) / 2
+        return "ok"
+
+    namespace = {"matmul_flops": lambda m, n, k: 0}  # the student's broken 99.1
+    exec("def intensity(m):\n    return matmul_flops(m, m, m) // 1", namespace)
+    core._PASSED["99.1"] = False
+    check_uses(namespace["intensity"])
+    assert "checked with the reference `matmul_flops`, since yours failed 99.1" in (
+        capsys.readouterr().out
+    )
+    assert namespace["matmul_flops"](1, 1, 1) == 0  # the student's own function is restored
+    core._PASSED["99.1"] = True
+    with pytest.raises(CheckFailure, match="got 0"):
+        check_uses(namespace["intensity"])
+
+
+def test_every_verdict_is_an_audit_event() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "seen = []\n"
+        "sys.addaudithook(lambda e, a: seen.append(a) if e == 'a2s.verdict' else None)\n"
+        "from minitorch.checks import lab00\n"
+        "lab00.check_matmul_flops(lambda m, n, k: 2 * m * n * k)\n"
+        "try:\n    lab00.check_matmul_flops(lambda m, n, k: m * n * k)\nexcept AssertionError:\n"
+        "    pass\n"
+        "print([(e, s) for e, s, _ in seen])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "[('00.1', 'passed'), ('00.1', 'failed')]" in out.stdout
+
+
+def test_a_failure_renders_in_a_few_lines_and_the_student_error_names_the_input() -> None:
+    try:
+        check_double(lambda x: 3 * x)
+    except CheckFailure as exc:
+        lines = exc._render_traceback_()
+    assert 2 <= len(lines) <= 6 and "three" in lines[1]
+    with pytest.raises(StudentError, match=r"called with 3\)") as info:
+        check_double(lambda x: [][x])
+    assert "in your code, line" in "\n".join(info.value._render_traceback_())
+
+
+class _AlwaysEqualF32(np.float32):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = np.float32.__hash__
+
+
+def test_a_numpy_scalar_subclass_fails_and_numpy_scalars_pass() -> None:
+    from minitorch.checks.core import plain
+
+    with pytest.raises(
+        CheckFailure, match=r"\[c\] result is a _AlwaysEqualF32, a subclass of float32"
+    ):
+        plain(_AlwaysEqualF32(1.0), case="c")
+    with pytest.raises(CheckFailure, match="subclass of float32"):
+        plain([np.float32(1), (_AlwaysEqualF32(0.0),)])
+
+    class Disguised(np.int64):  # claims numpy's module and name, still not numpy's own type
+        __module__, __qualname__ = "numpy", "int64"
+
+    Disguised.__name__ = "int64"
+    with pytest.raises(CheckFailure, match="subclass of int64"):
+        plain(Disguised(3))
+    for x in (np.float32(1.5), np.float64(2), np.int64(3), np.uint8(4), np.bool_(True)):
+        assert type(plain(x)) is type(x) and plain(x) == x
+    assert type(plain(np.str_("a"))) is np.str_
