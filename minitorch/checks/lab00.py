@@ -6,7 +6,10 @@ performs, and the bytes an ideal kernel reads and writes, tallied operand by ope
 
 from __future__ import annotations
 
-from minitorch.checks.core import assert_true, grader, rng
+import numpy as np
+
+from minitorch.checks.cases import Case, Mistake, fresh, run_cases
+from minitorch.checks.core import fresh_rng, grader, plain, rng
 
 __all__ = ["check_arithmetic_intensity", "check_matmul_flops"]
 
@@ -23,27 +26,49 @@ def _counted_flops(m: int, n: int, k: int) -> int:
     return flops
 
 
-def _cases(seed: int) -> list[tuple[int, int, int]]:
+def _triple(g: np.random.Generator) -> tuple[int, int, int]:
+    """Three dimensions drawn from 1..23."""
+    m, n, k = (int(v) for v in g.integers(1, 24, size=3))
+    return m, n, k
+
+
+def _shapes(seed: int, exercise: str) -> list[tuple[tuple[int, int, int], bool]]:
+    """Named shapes, six seeded random ones, then three fresh ones (new every grading run)."""
     named = [(2, 3, 4), (1, 1, 1), (4, 1, 7), (16, 16, 16)]
-    g = rng(seed)
-    return named + [tuple(int(v) for v in g.integers(1, 24, size=3)) for _ in range(6)]
+    g, new = rng(seed), fresh_rng(exercise)
+    fixed = named + [_triple(g) for _ in range(6)]
+    drawn = [_triple(new) for _ in range(3)]
+    return [(s, False) for s in fixed] + [(s, True) for s in drawn]
+
+
+def _label(shape: tuple[int, ...], is_fresh: bool, more: str = "") -> str:
+    label = "m={}, n={}, k={}".format(*shape) + more
+    return fresh(label) if is_fresh else label
+
+
+_FLOP_MISTAKES = (
+    Mistake(" You counted multiplies only: each step of the dot product also adds.",
+            answer=lambda m, n, k: m * n * k),
+    Mistake(" Count the first add too (acc starts at 0), the convention behind '2mnk'.",
+            answer=lambda m, n, k: m * n * (2 * k - 1)),
+)  # fmt: skip
 
 
 @grader("00.1", blocks=(f"{_COSTS}:matmul_flops", f"{_COSTS}:arithmetic_intensity"))
 def check_matmul_flops(student) -> str:
-    for m, n, k in _cases(0):
-        got, want = student(m, n, k), _counted_flops(m, n, k)
-        hint = ""
-        if got == m * n * k:
-            hint = " You counted multiplies only: each step of the dot product also adds."
-        elif got == m * n * (2 * k - 1):
-            hint = " Count the first add too (acc starts at 0), the convention behind '2mnk'."
-        assert_true(
-            got == want,
-            f"[m={m}, n={n}, k={k}] matmul_flops returned {got!r}, the loop performs {want}.{hint}",
-        )
-    big = student(4096, 4096, 4096)
-    return f"10 shapes match a counted loop; a 4096³ GEMM is {big / 1e9:,.1f} GFLOP"
+    cases = [
+        Case(_label(s, new), s, _counted_flops, _FLOP_MISTAKES) for s, new in _shapes(0, "00.1")
+    ]
+    n = run_cases(
+        student,
+        cases,
+        what="matmul_flops",
+        message=lambda c, got, want, hint: (
+            f"[{c.label}] matmul_flops returned {got!r}, the loop performs {want}.{hint}"
+        ),
+    )
+    big = plain(student(4096, 4096, 4096), what="matmul_flops")
+    return f"{n} shapes match a counted loop; a 4096³ GEMM is {big / 1e9:,.1f} GFLOP"
 
 
 def _ideal_bytes(m: int, n: int, k: int, s: int) -> int:
@@ -51,23 +76,37 @@ def _ideal_bytes(m: int, n: int, k: int, s: int) -> int:
     return read_a + read_b + write_c
 
 
-@grader("00.2", blocks=(f"{_COSTS}:arithmetic_intensity", f"{_COSTS}:matmul_bytes"))
+def _intensity(m: int, n: int, k: int, s: int) -> float:
+    return _counted_flops(m, n, k) / _ideal_bytes(m, n, k, s)
+
+
+_INTENSITY_MISTAKES = (
+    Mistake(" You left out writing C: the result has to go back to memory too.",
+            answer=lambda m, n, k, s: 2 * m * n * k / (s * (m * k + k * n))),
+    Mistake(" Divide by bytes, not elements: multiply element counts by bytes_per_element.",
+            when=lambda got, m, n, k, s: s != 1 and abs(got - _intensity(m, n, k, s) * s) < 1e-12),
+)  # fmt: skip
+
+
+@grader(
+    "00.2",
+    blocks=(f"{_COSTS}:arithmetic_intensity", f"{_COSTS}:matmul_bytes"),
+    uses=(("00.1", "matmul_flops", f"{_COSTS}:matmul_flops"),),
+)
 def check_arithmetic_intensity(student) -> str:
-    for m, n, k in _cases(1):
-        for s in (4, 2, 1):
-            got = student(m, n, k, s)
-            want = _counted_flops(m, n, k) / _ideal_bytes(m, n, k, s)
-            hint = ""
-            if abs(got - 2 * m * n * k / (s * (m * k + k * n))) < 1e-12:
-                hint = " You left out writing C: the result has to go back to memory too."
-            elif abs(got - want * s) < 1e-12 and s != 1:
-                hint = (
-                    " Divide by bytes, not elements: multiply element counts by bytes_per_element."
-                )
-            assert_true(
-                abs(got - want) <= 1e-9 * want,
-                f"[m={m}, n={n}, k={k}, {s} B/element] got {got!r}, "
-                f"expected {want:.6g} FLOP/byte.{hint}",
-            )
-    square = student(4096, 4096, 4096, 2)
-    return f"30 cases exact; a 4096³ BF16 GEMM does {square:,.0f} FLOP per byte moved"
+    cases = [
+        Case(_label(shape, new, f", {s} B/element"), (*shape, s), _intensity, _INTENSITY_MISTAKES)
+        for shape, new in _shapes(1, "00.2")
+        for s in (4, 2, 1)
+    ]
+    n = run_cases(
+        student,
+        cases,
+        what="arithmetic_intensity",
+        same=lambda got, want: abs(got - want) <= 1e-9 * want,
+        message=lambda c, got, want, hint: (
+            f"[{c.label}] got {got!r}, expected {want:.6g} FLOP/byte.{hint}"
+        ),
+    )
+    square = plain(student(4096, 4096, 4096, 2), what="arithmetic_intensity")
+    return f"{n} cases exact; a 4096³ BF16 GEMM does {square:,.0f} FLOP per byte moved"

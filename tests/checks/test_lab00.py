@@ -7,13 +7,20 @@ import pytest
 from minitorch.checks import lab00
 from minitorch.checks.core import CheckFailure, ReferenceCalledError
 from minitorch.hardware import costs
+from tests.helpers.graders import always_equal, rejects
+
+
+def flops(m, n, k):
+    return 2 * m * n * k
+
+
+def intensity(m, n, k, s):
+    return 2 * m * n * k / (s * (m * k + k * n + m * n))
 
 
 def test_reference_passes() -> None:
-    lab00.check_matmul_flops(lambda m, n, k: 2 * m * n * k)
-    lab00.check_arithmetic_intensity(
-        lambda m, n, k, s: 2 * m * n * k / (s * (m * k + k * n + m * n))
-    )
+    lab00.check_matmul_flops(flops)
+    lab00.check_arithmetic_intensity(intensity)
 
 
 @pytest.mark.parametrize(
@@ -51,3 +58,37 @@ def test_calling_the_reference_is_rejected() -> None:
         lab00.check_arithmetic_intensity(
             lambda m, n, k, s: 2 * m * n * k / costs.matmul_bytes(m, n, k, s)
         )
+
+
+def test_a_value_that_decides_its_own_equality_is_rejected() -> None:
+    rejects(lab00.check_matmul_flops, lambda m, n, k: always_equal(0), match="subclass of int")
+    rejects(
+        lab00.check_arithmetic_intensity, lambda *a: always_equal(0.0), match="subclass of float"
+    )
+
+
+def test_answers_memorised_from_the_fixed_cases_fail_a_fresh_case(monkeypatch) -> None:
+    """Every fixed case (and the 4096³ figure) answered from a table: a fresh case fails,
+    and its message names the seed that replays it."""
+    seen: dict[tuple[int, int, int], int] = {}
+
+    def record(m, n, k):
+        seen[(m, n, k)] = flops(m, n, k)
+        return seen[(m, n, k)]
+
+    monkeypatch.setenv("A2S_SEED", "1")
+    lab00.check_matmul_flops(record)
+    fixed = dict(seen)
+    monkeypatch.setenv("A2S_SEED", "1234")
+    rejects(
+        lab00.check_matmul_flops,
+        lambda m, n, k: fixed.get((m, n, k), 0),
+        match=r"\(fresh case, A2S_SEED=1234\)\] matmul_flops returned 0",
+    )
+
+
+def test_arithmetic_intensity_declares_that_it_builds_on_matmul_flops() -> None:
+    assert lab00.check_arithmetic_intensity.uses == (
+        ("00.1", "matmul_flops", "minitorch.hardware.costs:matmul_flops"),
+    )
+    assert lab00.check_matmul_flops.forbid == ("torch",)

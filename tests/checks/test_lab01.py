@@ -1,21 +1,21 @@
 """Graders of lab 01: the reference passes, realistic wrong answers and reference calls fail."""
 
+import math
+
 import numpy as np
 import pytest
 
 from minitorch import numerics
 from minitorch.checks import lab01
-from minitorch.checks.core import CheckFailure, ReferenceCalledError, StudentError
-from tests.helpers.unblocked import unblocked as _unblocked
+from minitorch.checks.core import (
+    CheckFailure,
+    ForbiddenCallError,
+    ReferenceCalledError,
+    StudentError,
+)
+from tests.helpers.graders import always_equal, rejects, unblocked_in
 
-
-def unblocked(fn):
-    return _unblocked(fn, "minitorch.numerics")
-
-
-def rejects(check, fn, match: str) -> None:
-    with pytest.raises(CheckFailure, match=match):
-        check(fn)
+unblocked = unblocked_in("minitorch.numerics")
 
 
 # --------------------------------------------------------------------------- 01.1 decode
@@ -54,16 +54,16 @@ def test_decode_rejects_missing_subnormals():
     rejects(
         lab01.check_decode,
         lambda b, f: decode_variant(b, f, subnormals=False),
-        "subnormal",
+        match="subnormal",
     )
 
 
 def test_decode_rejects_ieee_specials_for_e4m3():
-    rejects(lab01.check_decode, lambda b, f: decode_variant(b, f, fn_specials=False), "448")
+    rejects(lab01.check_decode, lambda b, f: decode_variant(b, f, fn_specials=False), match="448")
 
 
 def test_decode_rejects_unsigned_wraparound():
-    rejects(lab01.check_decode, lambda b, f: decode_variant(b, f, wrap=True), "int64")
+    rejects(lab01.check_decode, lambda b, f: decode_variant(b, f, wrap=True), match="int64")
 
 
 def test_decode_rejects_reference_calls():
@@ -90,7 +90,9 @@ def test_bf16_student_style_passes():
 
 def test_bf16_rejects_truncation():
     rejects(
-        lab01.check_round_to_bf16, lambda x: (x.view(np.uint32) >> 16).astype(np.uint16), "trunc"
+        lab01.check_round_to_bf16,
+        lambda x: (x.view(np.uint32) >> 16).astype(np.uint16),
+        match="trunc",
     )
 
 
@@ -99,7 +101,7 @@ def test_bf16_rejects_round_half_away():
         r = ((x.view(np.uint32) + 0x8000) >> 16).astype(np.uint16)
         return np.where(np.isnan(x), np.uint16(0x7FC0), r)
 
-    rejects(lab01.check_round_to_bf16, half_away, "even")
+    rejects(lab01.check_round_to_bf16, half_away, match="even")
 
 
 def test_bf16_rejects_missing_nan_handling():
@@ -107,18 +109,25 @@ def test_bf16_rejects_missing_nan_handling():
         u = x.view(np.uint32)
         return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
-    rejects(lab01.check_round_to_bf16, no_nan, "NaN")
+    rejects(lab01.check_round_to_bf16, no_nan, match="NaN")
+
+
+def test_bf16_rejects_a_signalling_nan():
+    def signalling(x):  # NaN kept as NaN, but the quiet bit is not set
+        return np.where(np.isnan(x), np.uint16(0x7F81), bf16_rne(x)).astype(np.uint16)
+
+    rejects(lab01.check_round_to_bf16, signalling, match="signalling NaN")
 
 
 def test_bf16_rejects_wrong_dtype_and_in_place_edits():
-    rejects(lab01.check_round_to_bf16, lambda x: bf16_rne(x).astype(np.uint32), "uint16")
+    rejects(lab01.check_round_to_bf16, lambda x: bf16_rne(x).astype(np.uint32), match="uint16")
 
     def in_place(x):
         out = bf16_rne(x)
         x[...] = 0
         return out
 
-    rejects(lab01.check_round_to_bf16, in_place, "modified")
+    rejects(lab01.check_round_to_bf16, in_place, match="modified")
 
 
 def test_bf16_rejects_reference_calls():
@@ -132,8 +141,11 @@ def test_bf16_rejects_reference_calls():
 
 
 # --------------------------------------------------------------------------- 01.3 fp8
-def e4m3_variant(x, scale, *, saturate=True, ties_even=True, multiply=False, subnormals=True):
+def e4m3_variant(
+    x, scale, *, saturate=True, ties_even=True, multiply=False, subnormals=True, float64=False
+):
     y = (x * np.float32(1 / scale)) if multiply else (x / np.float32(scale))
+    y = x.astype(np.float64) / scale if float64 else y  # double rounding: off on rare ties
     y = y.astype(np.float64)
     mag = np.abs(y)
     if saturate:
@@ -165,10 +177,11 @@ def test_e4m3_student_style_passes():
         ({"ties_even": False}, "even"),
         ({"subnormals": False}, "Subnormals"),
         ({"multiply": True}, "float32"),
+        ({"float64": True}, "in float32"),
     ],
 )
 def test_e4m3_rejects_wrong_answers(kwargs, match):
-    rejects(lab01.check_cast_to_e4m3, lambda x, s: e4m3_variant(x, s, **kwargs), match)
+    rejects(lab01.check_cast_to_e4m3, lambda x, s: e4m3_variant(x, s, **kwargs), match=match)
 
 
 def test_e4m3_rejects_reference_calls():
@@ -209,14 +222,14 @@ def test_kahan_reference_passes():
     ("wrong", "match"),
     [
         (unblocked(numerics.naive_sum), "compensation"),
-        (lambda x: np.float32(np.sum(x)), "compensation"),
+        (lambda x: sum(x, np.float32(0)), "compensation"),
         (kahan_f64, "float32"),
         (neumaier, "Neumaier"),
-        (lambda x: float(np.sum(x, dtype=np.float64)), "not a float32 value"),
+        (lambda x: float(sum(x.tolist())), "not a float32 value"),
     ],
 )
 def test_kahan_rejects_wrong_answers(wrong, match):
-    rejects(lab01.check_kahan_sum, wrong, match)
+    rejects(lab01.check_kahan_sum, wrong, match=match)
 
 
 def test_kahan_rejects_reference_calls():
@@ -251,12 +264,25 @@ def test_pairwise_student_style_passes():
         (lambda x: pairwise_variant(x, left=lambda n: n - n // 2), "n // 2"),
         (lambda x: pairwise_variant(x, block=2), "naively"),
         (lambda x: pairwise_variant(x, block=16), "n // 2"),
-        (lambda x: np.sum(x, dtype=np.float32), "naively"),  # numpy unrolls 8 ways
         (unblocked(numerics.kahan_sum), "expected"),
     ],
 )
 def test_pairwise_rejects_wrong_answers(wrong, match):
-    rejects(lab01.check_pairwise_sum, wrong, match)
+    rejects(lab01.check_pairwise_sum, wrong, match=match)
+
+
+def test_library_sums_are_forbidden():
+    for check in (lab01.check_kahan_sum, lab01.check_pairwise_sum):
+        assert {"numpy:sum", "math:fsum"} <= set(check.forbid)
+        rejects(
+            check, lambda x: np.sum(x, dtype=np.float32), match="numpy", error=ForbiddenCallError
+        )
+        rejects(
+            check,
+            lambda x: np.float32(math.fsum(x.tolist())),
+            match="fsum",
+            error=ForbiddenCallError,
+        )
 
 
 def test_pairwise_rejects_reference_calls():
@@ -302,7 +328,7 @@ def test_update_scale_rejects_wrong_answers(bug, match):
     def wrong(*args):
         return scale_variant(*args, **{bug: 1})
 
-    rejects(lab01.check_update_scale, wrong, match)
+    rejects(lab01.check_update_scale, wrong, match=match)
 
 
 def test_update_scale_rejects_reference_calls():
@@ -348,12 +374,28 @@ def test_stochastic_student_style_passes():
     ("how", "match"), [("nearest", "half-way"), ("coin", "probability"), ("global", "seed")]
 )
 def test_stochastic_rejects_wrong_answers(how, match):
-    rejects(lab01.check_stochastic_round, lambda x, r: sr_variant(x, r, how=how), match)
+    rejects(lab01.check_stochastic_round, lambda x, r: sr_variant(x, r, how=how), match=match)
 
 
 def test_stochastic_rejects_reference_calls():
     with pytest.raises(ReferenceCalledError):
         lab01.check_stochastic_round(numerics.stochastic_round_to_bf16)
+
+
+# --------------------------------------------------------------------------- values are values
+def test_values_that_decide_their_own_equality_are_rejected():
+    rejects(
+        lab01.check_decode,
+        lambda b, f: always_equal(decode_variant(b, f)),
+        match="subclass of ndarray",
+    )
+    rejects(lab01.check_round_to_bf16, lambda x: always_equal(bf16_rne(x)), match="subclass")
+    rejects(lab01.check_kahan_sum, lambda x: always_equal(0.0), match="subclass of float")
+    rejects(
+        lab01.check_update_scale,
+        lambda *a: (always_equal(1.0), always_equal(0)),
+        match="subclass",
+    )
 
 
 # --------------------------------------------------------------------------- all graders
@@ -364,6 +406,7 @@ def test_graders_are_registered_and_blocks_resolve():
     assert sorted(c.exercise for c in checks) == [f"01.{i}" for i in range(1, 8)]
     for c in checks:
         assert c.blocks
+        assert "torch" in c.forbid
         with blocked(c.blocks):
             pass
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import functools
+import graphlib
 import math
 from collections import deque
 
+import numpy as np
 import pytest
 
 from minitorch.autograd import Value, numerical_derivative
 from minitorch.autograd import tanh as tensor_tanh
 from minitorch.autograd.tensor import Tensor
 from minitorch.checks import lab02
-from minitorch.checks.core import CheckFailure, ReferenceCalledError
+from minitorch.checks.core import CheckFailure, ForbiddenCallError, ReferenceCalledError
+from tests.helpers.graders import always_equal, rejects
 
 
 # --------------------------------------------------------------------------- 02.1 local rules
@@ -68,6 +71,27 @@ def test_rules_reference_passes(capsys) -> None:
 def test_wrong_rules_are_rejected(name, wrong, match) -> None:
     with pytest.raises(CheckFailure, match=match):
         check_rules(**{name: wrong})
+
+
+def sigmoid_naive(x):
+    s = 1 / (1 + math.exp(-x))  # math.exp(1000) raises OverflowError
+    return s, (s * (1 - s),)
+
+
+def sigmoid_naive_numpy(x):
+    s = float(1 / (1 + np.exp(-x)))  # np.exp(1000) warns and gives inf
+    return s, (s * (1 - s),)
+
+
+@pytest.mark.parametrize("wrong", [sigmoid_naive, sigmoid_naive_numpy])
+def test_a_sigmoid_that_overflows_is_rejected(wrong) -> None:
+    with pytest.raises(CheckFailure, match="sigmoid must not overflow"):
+        check_rules(sigmoid=wrong)
+
+
+def test_rules_returning_values_that_decide_their_own_equality_are_rejected() -> None:
+    with pytest.raises(CheckFailure, match="subclass of float"):
+        check_rules(mul=lambda a, b: (always_equal(a * b), (b, a)))
 
 
 def test_rules_calling_the_reference_are_rejected() -> None:
@@ -178,6 +202,19 @@ def test_wrong_topo_sorts_are_rejected(wrong, match) -> None:
 def test_topo_calling_the_reference_is_rejected() -> None:
     with pytest.raises(ReferenceCalledError):
         lab02.check_topo_sort(lambda root: root.topo_order())
+
+
+def test_topo_through_graphlib_is_forbidden() -> None:
+    def via_graphlib(root):
+        nodes, stack = {}, [root]
+        while stack:
+            v = stack.pop()
+            if v not in nodes:
+                nodes[v] = v.parents
+                stack.extend(v.parents)
+        return list(graphlib.TopologicalSorter(nodes).static_order())
+
+    rejects(lab02.check_topo_sort, via_graphlib, match="graphlib", error=ForbiddenCallError)
 
 
 # --------------------------------------------------------------------------- 02.3 backward
@@ -301,6 +338,13 @@ def test_numerical_grad_reference_passes(capsys) -> None:
 def test_wrong_numerical_grads_are_rejected(wrong, match) -> None:
     with pytest.raises(CheckFailure, match=match):
         lab02.check_numerical_grad(wrong)
+
+
+def test_numerical_grad_returning_always_equal_floats_is_rejected() -> None:
+    def cheat(f, xs, h=1e-5):
+        return [always_equal(g) for g in numerical_grad(f, xs, h)]
+
+    rejects(lab02.check_numerical_grad, cheat, match="subclass of float")
 
 
 def test_numerical_grad_calling_the_reference_is_rejected() -> None:
@@ -484,3 +528,17 @@ def test_train_step_reference_passes(capsys) -> None:
 def test_wrong_train_steps_are_rejected(kwargs, match) -> None:
     with pytest.raises(CheckFailure, match=match):
         lab02.check_train_step(functools.partial(train_step, **kwargs))
+
+
+def test_train_step_returning_an_always_equal_loss_is_rejected() -> None:
+    def cheat(model, xs, ys, lr):
+        return always_equal(train_step(model, xs, ys, lr))
+
+    rejects(lab02.check_train_step, cheat, match="subclass of float")
+
+
+def test_every_grader_forbids_torch() -> None:
+    checks = [getattr(lab02, name) for name in lab02.__all__]
+    assert sorted(c.exercise for c in checks) == [f"02.{i}" for i in range(1, 7)]
+    assert all("torch" in c.forbid for c in checks)
+    assert {"graphlib", "networkx"} <= set(lab02.check_topo_sort.forbid)

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import minitorch.autograd as ag
 from minitorch.autograd import Tensor, engine, ops_conv
 from minitorch.checks import lab03
-from minitorch.checks.core import CheckFailure, ReferenceCalledError, StudentError, blocked
-from tests.helpers.unblocked import unblocked as _unblocked
+from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError, blocked
+from tests.helpers.graders import always_equal, rejects, unblocked_in
 
-
-def unblocked(fn):
-    return _unblocked(fn, "minitorch.autograd")
-
-
-def rejects(check, *fns, match: str, error: type[Exception] = CheckFailure) -> None:
-    with pytest.raises(error, match=match):
-        check(*fns)
+unblocked = unblocked_in("minitorch.autograd")
 
 
 def _out(size, k, s, p):
@@ -286,6 +280,55 @@ def test_conv2d_forward_rejects_wrong_answers(fns, match):
     rejects(lab03.check_conv2d_forward, *fns, match=match)
 
 
+def conv2d_per_image(x, w, b, stride=1, padding=0):
+    """One matmul per image instead of one over all the columns."""
+    return np.concatenate(
+        [conv2d_forward(x[i : i + 1], w, b, stride, padding) for i in range(len(x))]
+    )
+
+
+def conv2d_multiply_sum(x, w, b, stride=1, padding=0):
+    """Broadcast multiply and sum: the right numbers, but no matmul."""
+    (n, _, h, wd), (o, _, kh, kw) = x.shape, w.shape
+    y = (w.reshape(1, o, -1, 1) * im2col(x, kh, kw, stride, padding)[:, None]).sum(axis=2)
+    y = y if b is None else y + b[:, None]
+    return y.reshape(n, o, _out(h, kh, stride, padding), _out(wd, kw, stride, padding))
+
+
+def conv2d_without_im2col(x, w, b, stride=1, padding=0):
+    """The right numbers from a loop over kernel taps: the columns are never built."""
+    (n, _, h, wd), (o, _, kh, kw) = x.shape, w.shape
+    ho, wo = _out(h, kh, stride, padding), _out(wd, kw, stride, padding)
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    y = np.zeros((n, o, ho, wo))
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[:, :, i : i + stride * ho : stride, j : j + stride * wo : stride]
+            y += np.einsum("nchw,oc->nohw", tap, w[:, :, i, j])
+    return y if b is None else y + b[:, None, None]
+
+
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (conv2d_per_image, "multiplied the columns 2 times"),
+        (conv2d_multiply_sum, "did not multiply the columns with a matmul"),
+        (conv2d_without_im2col, "did not call your im2col"),
+    ],
+)
+def test_conv2d_forward_must_be_one_matmul_over_the_columns(fn, match):
+    rejects(lab03.check_conv2d_forward, im2col, fn, match=match)
+
+
+def test_conv2d_forward_rejects_values_that_decide_their_own_equality():
+    rejects(
+        lab03.check_conv2d_forward,
+        lambda *a: always_equal(im2col(*a)),
+        conv2d_forward,
+        match="subclass of ndarray",
+    )
+
+
 def test_conv2d_forward_rejects_the_reference():
     def ref_conv(x, w, b, s, p):
         bias = None if b is None else Tensor(b)
@@ -487,8 +530,24 @@ def test_graders_are_registered_and_blocks_resolve():
     assert sorted(c.exercise for c in checks) == [f"03.{i}" for i in range(1, 8)]
     for c in checks:
         assert "minitorch.autograd.engine:backward" in c.blocks
+        assert "torch" in c.forbid
         with blocked(c.blocks):
             pass
+    # the exercises that may call the student's earlier function get the reference instead
+    # when that one failed
+    assert lab03.check_matmul_backward.uses == (
+        ("03.1", "unbroadcast", "minitorch.autograd.engine:unbroadcast"),
+    )
+    assert lab03.check_conv2d_backward.uses == (
+        ("03.3", "im2col", "minitorch.autograd.ops_conv:im2col"),
+    )
+
+
+def test_torch_is_forbidden():
+    def via_torch(g, shape):
+        return torch.from_numpy(g).sum_to_size(shape).numpy() if shape else g.sum()
+
+    rejects(lab03.check_unbroadcast, via_torch, match="torch", error=ForbiddenCallError)
 
 
 def test_stub_and_crash_are_reported():

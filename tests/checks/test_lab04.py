@@ -9,14 +9,10 @@ import pytest
 
 from minitorch.autograd import Tensor, checkpoint, checkpoint_sequential, cross_entropy
 from minitorch.checks import lab04
-from minitorch.checks.core import CheckFailure, ReferenceCalledError
+from minitorch.checks.core import ReferenceCalledError
 from minitorch.nn import Parameter, autocast
 from minitorch.optim import SGD, AdamW, GradScaler, warmup_cosine
-
-
-def rejects(check, fn, match: str) -> None:
-    with pytest.raises(CheckFailure, match=match):
-        check(fn)
+from tests.helpers.graders import always_equal, rejects
 
 
 # --------------------------------------------------------------------------- 04.1 modules
@@ -57,7 +53,7 @@ def test_named_parameters_solution_passes() -> None:
     ],
 )
 def test_named_parameters_wrong_answers_are_rejected(wrong, match: str) -> None:
-    rejects(lab04.check_named_parameters, wrong, match)
+    rejects(lab04.check_named_parameters, wrong, match=match)
 
 
 def test_named_parameters_calling_the_module_is_rejected() -> None:
@@ -107,7 +103,7 @@ def test_sgd_solution_passes() -> None:
     ],
 )
 def test_sgd_wrong_answers_are_rejected(variant: str, match: str) -> None:
-    rejects(lab04.check_sgd_step, lambda *a, **k: sgd_step(*a, **k, variant=variant), match)
+    rejects(lab04.check_sgd_step, lambda *a, **k: sgd_step(*a, **k, variant=variant), match=match)
 
 
 def test_sgd_without_a_buffer_on_plain_steps_is_required() -> None:
@@ -115,7 +111,15 @@ def test_sgd_without_a_buffer_on_plain_steps_is_required() -> None:
         new, _ = sgd_step(param, grad, buf, **cfg)
         return new, np.zeros_like(param)
 
-    rejects(lab04.check_sgd_step, keeps_buffer, "return None")
+    rejects(lab04.check_sgd_step, keeps_buffer, match="return None")
+
+
+def test_sgd_returning_values_that_decide_their_own_equality_is_rejected() -> None:
+    def cheat(param, grad, buf, **cfg):
+        new, buf = sgd_step(param, grad, buf, **cfg)
+        return always_equal(new), buf
+
+    rejects(lab04.check_sgd_step, cheat, match="subclass of ndarray")
 
 
 def test_sgd_calling_the_reference_is_rejected() -> None:
@@ -163,7 +167,9 @@ def test_adamw_solution_passes() -> None:
     ],
 )
 def test_adamw_wrong_answers_are_rejected(variant: str, match: str) -> None:
-    rejects(lab04.check_adamw_step, lambda *a, **k: adamw_step(*a, **k, variant=variant), match)
+    rejects(
+        lab04.check_adamw_step, lambda *a, **k: adamw_step(*a, **k, variant=variant), match=match
+    )
 
 
 def test_adamw_calling_the_reference_is_rejected() -> None:
@@ -204,7 +210,11 @@ def test_schedule_solution_passes() -> None:
     ],
 )
 def test_schedule_wrong_answers_are_rejected(variant: str, match: str) -> None:
-    rejects(lab04.check_lr_schedule, lambda s, **k: lr_at(s, **k, variant=variant), match)
+    rejects(lab04.check_lr_schedule, lambda s, **k: lr_at(s, **k, variant=variant), match=match)
+
+
+def test_schedule_returning_an_always_equal_float_is_rejected() -> None:
+    rejects(lab04.check_lr_schedule, lambda s, **k: always_equal(lr_at(s, **k)), match="subclass")
 
 
 def test_schedule_calling_the_reference_is_rejected() -> None:
@@ -259,7 +269,9 @@ def test_amp_solution_passes() -> None:
 )
 def test_amp_wrong_answers_are_rejected(variant: str, match: str) -> None:
     with np.errstate(all="ignore"):
-        rejects(lab04.check_amp_step, lambda *a, **k: amp_step(*a, **k, variant=variant), match)
+        rejects(
+            lab04.check_amp_step, lambda *a, **k: amp_step(*a, **k, variant=variant), match=match
+        )
 
 
 def test_amp_calling_the_grad_scaler_is_rejected() -> None:
@@ -278,7 +290,9 @@ def test_amp_calling_the_grad_scaler_is_rejected() -> None:
 
 # --------------------------------------------------------------------------- 04.6 the loop
 def fit(model, optimizer, step_fn, lr_fn, x, y, *, epochs, batch_size, seed=0, variant=""):
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0 if variant == "ignore-seed" else seed)
+    if variant == "global":  # numpy's global generator: a different order on every run
+        rng = np.random.mtrand._rand
     n, losses, step = len(x), [], 0
     for _ in range(epochs):
         if variant == "same-order":
@@ -316,10 +330,12 @@ def test_fit_solution_passes() -> None:
         ("lr-after", "lags one step"),
         ("drop-last", "step_fn ran"),
         ("no-return", "losses"),
+        ("global", "two runs with seed=5"),
+        ("ignore-seed", "seed=5 and seed=6 gave the same order"),
     ],
 )
 def test_fit_wrong_answers_are_rejected(variant: str, match: str) -> None:
-    rejects(lab04.check_fit, lambda *a, **k: fit(*a, **k, variant=variant), match)
+    rejects(lab04.check_fit, lambda *a, **k: fit(*a, **k, variant=variant), match=match)
 
 
 # --------------------------------------------------------------------------- 04.7 recomputation
@@ -360,7 +376,7 @@ def test_sqrt_checkpoint_solution_passes() -> None:
     ],
 )
 def test_sqrt_checkpoint_schedules_that_are_not_sqrt_n_are_rejected(wrong) -> None:
-    rejects(lab04.check_sqrt_checkpoint, wrong, "6·sqrt\\(N\\) \\+ 4")
+    rejects(lab04.check_sqrt_checkpoint, wrong, match="6·sqrt\\(N\\) \\+ 4")
 
 
 def test_sqrt_checkpoint_wrong_segment_inputs_are_rejected() -> None:
@@ -373,9 +389,15 @@ def test_sqrt_checkpoint_wrong_segment_inputs_are_rejected() -> None:
         ]
         return outs[-1]
 
-    rejects(lab04.check_sqrt_checkpoint, every_segment_sees_x, "output")
+    rejects(lab04.check_sqrt_checkpoint, every_segment_sees_x, match="output")
 
 
 def test_sqrt_checkpoint_calling_the_reference_is_rejected() -> None:
     with pytest.raises(ReferenceCalledError):
         lab04.check_sqrt_checkpoint(lambda ls, x: checkpoint_sequential(ls, math.isqrt(len(ls)), x))
+
+
+def test_every_grader_forbids_torch() -> None:
+    checks = [getattr(lab04, name) for name in lab04.__all__]
+    assert sorted(c.exercise for c in checks) == [f"04.{i}" for i in range(1, 8)]
+    assert all("torch" in c.forbid for c in checks)

@@ -7,16 +7,17 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from minitorch.checks.core import CheckFailure, assert_true, fmt_bytes, grader, rng
+from minitorch.checks.cases import fresh
+from minitorch.checks.compare import array_out, call_pure
+from minitorch.checks.core import CheckFailure, fmt_bytes, fresh_rng, grader, rng
 
 __all__ = ["check_round_to_bf16"]
 
 _N = "minitorch.numerics"
 
 
-def _float32_words(seed: int, n_each: int) -> np.ndarray:
+def _float32_words(g: np.random.Generator, n_each: int) -> np.ndarray:
     """Random float32 words: anything, exact ties, near-ties, subnormals. (5 n_each,) uint32."""
-    g = rng(seed)
     high = g.integers(0, 1 << 16, 4 * n_each, dtype=np.uint32) << 16
     low = np.concatenate(
         [
@@ -89,18 +90,43 @@ def _bits_mismatch(
 
 def _bf16_out(student: Callable[..., object], words: np.ndarray, case: str) -> np.ndarray:
     x = words.view(np.float32)
-    before = x.copy()
-    got = np.asarray(student(x))
-    assert_true(
-        np.array_equal(x.view(np.uint32), before.view(np.uint32)),
-        f"[{case}] your function modified its input array; work on a copy.",
+    got = call_pure(
+        student, x, case=case, why="your function modified its input array; work on a copy."
     )
-    assert_true(got.shape == x.shape, f"[{case}] returned shape {got.shape}, expected {x.shape}.")
-    assert_true(
-        got.dtype == np.uint16,
-        f"[{case}] returned dtype {got.dtype}; return the bit patterns as np.uint16.",
-    )
-    return got
+    return array_out(got, case=case, shape=x.shape, dtype=np.uint16,
+                     dtype_hint="return the bit patterns as np.uint16.")  # fmt: skip
+
+
+def _nans(got: np.ndarray, words: np.ndarray, case: str, not_nan: str) -> None:
+    """Every input word is a NaN: each result must be a quiet BF16 NaN."""
+    quiet = (got & 0x7FC0) == 0x7FC0  # all-ones exponent and the quiet bit 0x0040
+    if not quiet.all():
+        i = int(np.argmin(quiet))
+        is_nan = (got[i] & 0x7F80) == 0x7F80 and (got[i] & 0x007F) != 0
+        raise CheckFailure(
+            f"[{case}] NaN 0x{int(words[i]):08x} gave 0x{int(got[i]):04x}, "
+            + ("a signalling NaN (quiet bit 0x0040 clear); the text asks for a quiet one. "
+               if is_nan else not_nan) + _NAN
+        )  # fmt: skip
+
+
+def _vs_torch(
+    student: Callable[..., object], words: np.ndarray, label: str, ties: str, new: bool = False
+) -> tuple[int, int]:
+    """Bit-exact with torch on ``words``, NaNs quiet; return (exact ties, NaNs) counted."""
+    mark = fresh if new else str
+    label, ties_label, vs = mark(label), mark(ties), mark(f"{label} vs torch")
+    x = words.view(np.float32)
+    got = _bf16_out(student, words, label)
+    want = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    nan = np.isnan(x)
+    _nans(got[nan], words[nan], label, "not a NaN. ")
+    tie = (words & 0xFFFF) == 0x8000
+    keep = ~nan & tie
+    _bits_mismatch(got[keep], want[keep], words[keep], ties_label, _TIES)
+    _bits_mismatch(got[~nan], want[~nan], words[~nan], vs,
+                   "Compare with torch.tensor(x).to(torch.bfloat16) on this input.")  # fmt: skip
+    return int(tie.sum()), int(nan.sum())
 
 
 @grader(
@@ -124,38 +150,15 @@ def check_round_to_bf16(round_to_bf16_bits: Callable[..., object]) -> str:
             )
     nans = np.array(_BF16_NANS, np.uint32)
     got = _bf16_out(round_to_bf16_bits, nans, "NaN inputs")
-    is_nan = ((got & 0x7F80) == 0x7F80) & ((got & 0x007F) != 0)
-    if not is_nan.all():
-        i = int(np.argmin(is_nan))
-        raise CheckFailure(
-            f"[NaN inputs] NaN 0x{int(nans[i]):08x} gave 0x{int(got[i]):04x}, "
-            f"which is not a BF16 NaN. {_NAN}"
-        )
-    words = _float32_words(seed=102, n_each=200_000)
-    x = words.view(np.float32)
-    got = _bf16_out(round_to_bf16_bits, words, "1,000,000 values")
-    want = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
-    nan = np.isnan(x)
-    got_nan = ((got & 0x7F80) == 0x7F80) & ((got & 0x007F) != 0)
-    if not got_nan[nan].all():
-        i = int(np.flatnonzero(nan & ~got_nan)[0])
-        raise CheckFailure(
-            f"[1,000,000 values] NaN 0x{int(words[i]):08x} gave "
-            f"0x{int(got[i]):04x}, not a NaN. {_NAN}"
-        )
-    ties = (words & 0xFFFF) == 0x8000
-    _bits_mismatch(
-        got[~nan & ties], want[~nan & ties], words[~nan & ties], "random exact ties vs torch", _TIES
+    _nans(got, nans, "NaN inputs", "which is not a BF16 NaN. ")
+    words = _float32_words(rng(102), n_each=200_000)
+    ties, nan = _vs_torch(
+        round_to_bf16_bits, words, "1,000,000 values", "random exact ties vs torch"
     )
-    _bits_mismatch(
-        got[~nan],
-        want[~nan],
-        words[~nan],
-        "1,000,000 values vs torch",
-        "Compare with torch.tensor(x).to(torch.bfloat16) on this input.",
-    )
+    new = _float32_words(fresh_rng("01.2"), 10_000)
+    _vs_torch(round_to_bf16_bits, new, "50,000 values", "exact ties vs torch", new=True)
     return (
-        f"{words.size:,} values bit-exact with torch .to(bfloat16) ({int(ties.sum()):,} exact "
-        f"ties, {int(nan.sum()):,} NaNs stay NaN); {fmt_bytes(x.nbytes)} of FP32 -> "
-        f"{fmt_bytes(got.nbytes)} of BF16"
+        f"{words.size:,} values bit-exact with torch .to(bfloat16) ({ties:,} exact ties, "
+        f"{nan:,} NaNs stay quiet NaNs) and 50,000 fresh ones; {fmt_bytes(words.nbytes)} of "
+        f"FP32 -> {fmt_bytes(words.nbytes // 2)} of BF16"
     )

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from minitorch.checks.core import CheckFailure, grader, rng
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import CheckFailure, fresh_rng, grader, plain, rng
 from minitorch.numerics.formats import BF16, FP8_E4M3, FP8_E5M2, FP16, FP32, FloatFormat
 
 __all__ = ["check_decode"]
@@ -48,7 +49,7 @@ def _check_values(
 ) -> None:
     """Values equal, NaN where NaN, -0.0 where -0.0; name the first wrong code."""
     try:
-        a = np.asarray(got, dtype=np.float64)
+        a = np.asarray(plain(got, what="decode", case=case), dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise CheckFailure(f"[{case}] decode must return a float array: {exc}") from None
     if a.shape != want.shape:
@@ -143,12 +144,16 @@ def check_decode(decode: Callable[..., object]) -> str:
             f"all {codes.size:,} {fmt.name} codes vs torch",
         )
         total += codes.size
-    words = rng(101).integers(0, 1 << 32, 100_000, dtype=np.uint64).astype(np.uint32)
-    with np.errstate(invalid="ignore"):
-        want = words.view(np.float32).astype(np.float64)
-    _check_values(decode(words, FP32), want, words, FP32, "100,000 random fp32 codes vs numpy")
-    total += words.size
+    for g, n, case in (
+        (rng(101), 100_000, "100,000 random fp32 codes vs numpy"),
+        (fresh_rng("01.1"), 20_000, fresh("20,000 random fp32 codes vs numpy")),
+    ):
+        words = g.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+        with np.errstate(invalid="ignore"):
+            want = words.view(np.float32).astype(np.float64)
+        _check_values(decode(words, FP32), want, words, FP32, case)
+        total += words.size
     return (
         f"{total:,} codes decoded exactly: all of E4M3, E5M2, FP16, BF16 (vs torch) "
-        "and 100,000 random FP32 words"
+        "and 120,000 random FP32 words"
     )

@@ -8,7 +8,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from minitorch.checks.core import CheckFailure, assert_true, grader, rng
+from minitorch.checks.cases import Case, fresh, run_cases
+from minitorch.checks.compare import array_out
+from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, rng
 
 __all__ = ["check_cast_to_e4m3"]
 
@@ -17,6 +19,10 @@ _N = "minitorch.numerics"
 _SAT = (
     "No saturation: E4M3 (fn) has no inf and 0x7F is NaN, so values beyond +-448 after "
     "scaling must clamp to +-448 (0x7E / 0xFE), and so must +-inf."
+)
+_DIV = (
+    "Compute y = x / scale in float32 (not x * (1 / scale), not float64), then round to "
+    "nearest even, with subnormals below 2^-6."
 )
 _SUB8 = "Subnormals: below 2^-6 the spacing stays 2^-9 (exponent field 0, no implicit 1)."
 _E4M3_NAMED: list[tuple[str, float, float, int, str]] = [  # label, x, scale, code, hint
@@ -63,18 +69,14 @@ _E4M3_NAMED: list[tuple[str, float, float, int, str]] = [  # label, x, scale, co
         "y = x / scale = 12 = 2^3 x 1.5; the code stores y, and x ~= decode(code) x scale.",
     ),
     ("scaled: -96 at scale 0.25", -96.0, 0.25, 0xFC, "y = -96 / 0.25 = -384 = -2^8 x 1.5."),
+    # x / scale is a tie in float32 but not in float64: dividing in float64 rounds the other way
+    ("float32 quotient is the tie 1.0625", 1.3469656705856323, 1.2677323818206787, 0x38, _DIV),
+    ("float32 quotient is the tie 1.1875", 2.2867634296417236, 1.925695538520813, 0x3A, _DIV),
 ]
 
 
-_DIV = (
-    "Compute y = x / scale in float32 (not x * (1 / scale), not float64), then round to "
-    "nearest even, with subnormals below 2^-6."
-)
-
-
-def _e4m3_cases(n: int) -> list[tuple[str, np.ndarray, float]]:
+def _e4m3_cases(g: np.random.Generator, n: int) -> list[tuple[str, np.ndarray, float]]:
     """Seeded tensors with their per-tensor scale amax / 448; one scale stale (amax grew 4x)."""
-    g = rng(103)
     tensors = {
         "normal": g.standard_normal(n),
         "lognormal": g.lognormal(0, 3, n) * g.choice([-1, 1], n),
@@ -90,18 +92,65 @@ def _e4m3_cases(n: int) -> list[tuple[str, np.ndarray, float]]:
     return out
 
 
+def _double_rounding(g: np.random.Generator, n: int) -> list[tuple[float, float]]:
+    """``n`` pairs (x, scale) whose quotient is an E4M3 tie in float32 but not in float64."""
+    codes = g.integers(0x08, 0x7E, 4096).astype(np.uint8)  # normal codes below the largest
+    grid = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn)
+    values = grid.double().numpy()
+    tie = (values[codes] + values[codes + 1]) / 2
+    scale = g.uniform(0.5, 2.0, tie.size).astype(np.float32)
+    x = (tie * scale).astype(np.float32)
+    y32, y64 = x / scale, x.astype(np.float64) / scale.astype(np.float64)
+    hits = np.flatnonzero((y32 == tie) & (y64 != tie))[:n]
+    return [(float(x[i]), float(scale[i])) for i in hits]
+
+
 def _torch_e4m3(x: np.ndarray, scale: float) -> np.ndarray:
     y = torch.from_numpy(x) / torch.tensor(scale, dtype=torch.float32)
     return y.clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
 
 
 def _e4m3_out(student: Callable[..., object], x: np.ndarray, scale: float, case: str) -> np.ndarray:
-    got = np.asarray(student(x, scale))
-    assert_true(got.shape == x.shape, f"[{case}] returned shape {got.shape}, expected {x.shape}.")
-    assert_true(
-        got.dtype == np.uint8, f"[{case}] returned dtype {got.dtype}; return np.uint8 codes."
+    return array_out(student(x, scale), case=case, shape=x.shape, dtype=np.uint8,
+                     dtype_hint="return np.uint8 codes.")  # fmt: skip
+
+
+def _one_value(student: Callable[..., object], cases: list[Case]) -> int:
+    """Cases ``(x, scale)`` cast one value at a time: the code must be the expected one."""
+
+    def read(got: object, case: str) -> int:
+        return int(array_out(got, case=case, shape=(1,), dtype=np.uint8,
+                             dtype_hint="return np.uint8 codes.")[0])  # fmt: skip
+
+    return run_cases(
+        lambda value, scale: student(np.array([value], np.float32), scale),
+        cases,
+        read=read,
+        message=lambda c, got, want, hint: (
+            f"[{c.label}] x = {c.args[0]!r}, scale = {c.args[1]}: got code "
+            f"0x{got:02x}, expected 0x{want:02x}. {hint}"
+        ),
     )
-    return got
+
+
+def _vs_torch(student: Callable[..., object], case: str, x: np.ndarray, scale: float) -> float:
+    """Bit-exact with torch; return the worst relative error of the normal range."""
+    got = _e4m3_out(student, x, scale, case)
+    want = _torch_e4m3(x, scale)
+    y = x / np.float32(scale)  # float32, as specified
+    bad = got != want
+    if bad.any():
+        i = int(np.argmax(bad))
+        hint = _SAT if abs(y[i]) > 448 else _DIV
+        raise CheckFailure(
+            f"[{case}] {int(bad.sum()):,} of {x.size:,} codes differ; first: x = {x[i]!r} "
+            f"(y = x / scale = {y[i]!r}) gave 0x{int(got[i]):02x}, expected "
+            f"0x{int(want[i]):02x}. {hint}"
+        )
+    back = torch.from_numpy(got).view(torch.float8_e4m3fn).double().numpy() * scale
+    normal = (np.abs(y) >= 2.0**-6) & (np.abs(y) <= 448)  # relative error <= u holds here
+    rel = np.abs(back[normal] - x[normal]) / np.abs(x[normal].astype(np.float64))
+    return float(rel.max()) if rel.size else 0.0
 
 
 @grader(
@@ -110,13 +159,7 @@ def _e4m3_out(student: Callable[..., object], x: np.ndarray, scale: float, case:
 )
 def check_cast_to_e4m3(cast_to_e4m3: Callable[..., object]) -> str:
     """Exercise 01.3: per-tensor scaled, saturating FP8 E4M3 cast, bit-exact with torch."""
-    for label, value, scale, want, hint in _E4M3_NAMED:
-        got = _e4m3_out(cast_to_e4m3, np.array([value], np.float32), scale, label)
-        if int(got[0]) != want:
-            raise CheckFailure(
-                f"[{label}] x = {value!r}, scale = {scale}: got code "
-                f"0x{int(got[0]):02x}, expected 0x{want:02x}. {hint}"
-            )
+    _one_value(cast_to_e4m3, [Case(c, (x, s), want, hint=h) for c, x, s, want, h in _E4M3_NAMED])
     got = _e4m3_out(cast_to_e4m3, np.array([np.nan, -np.nan], np.float32), 1.0, "NaN")
     assert_true(
         bool(((got & 0x7F) == 0x7F).all()),
@@ -124,27 +167,19 @@ def check_cast_to_e4m3(cast_to_e4m3: Callable[..., object]) -> str:
         "(0x7F or 0xFF), never saturate to 448 or become 0.",
     )
     n, checked, saturated, worst = 100_000, 0, 0, 0.0
-    for case, x, scale in _e4m3_cases(n):
-        got = _e4m3_out(cast_to_e4m3, x, scale, case)
-        want = _torch_e4m3(x, scale)
-        y = x / np.float32(scale)  # float32, as specified
-        bad = got != want
-        if bad.any():
-            i = int(np.argmax(bad))
-            hint = _SAT if abs(y[i]) > 448 else _DIV
-            raise CheckFailure(
-                f"[{case}] {int(bad.sum()):,} of {n:,} codes differ; first: x = {x[i]!r} "
-                f"(y = x / scale = {y[i]!r}) gave 0x{int(got[i]):02x}, expected "
-                f"0x{int(want[i]):02x}. {hint}"
-            )
-        back = torch.from_numpy(got).view(torch.float8_e4m3fn).double().numpy() * scale
-        normal = (np.abs(y) >= 2.0**-6) & (np.abs(y) <= 448)  # relative error <= u holds here
-        rel = np.abs(back[normal] - x[normal]) / np.abs(x[normal].astype(np.float64))
-        worst = max(worst, float(rel.max()))
+    for case, x, scale in _e4m3_cases(rng(103), n):
+        worst = max(worst, _vs_torch(cast_to_e4m3, case, x, scale))
         checked += n
-        saturated += int((np.abs(y) > 448).sum())
+        saturated += int((np.abs(x / np.float32(scale)) > 448).sum())
+    new = fresh_rng("01.3")
+    label, ties = fresh("a float32 quotient on a tie"), _double_rounding(new, 3)
+    truth = lambda x, s: int(_torch_e4m3(np.array([x], np.float32), s)[0])  # noqa: E731
+    _one_value(cast_to_e4m3, [Case(label, pair, truth, hint=_DIV) for pair in ties])
+    case, x, scale = _e4m3_cases(new, 10_000)[int(new.integers(0, 5))]
+    worst = max(worst, _vs_torch(cast_to_e4m3, fresh(case), x, scale))
     assert_true(worst <= 2.0**-4 * (1 + 1e-6), f"relative error {worst:.4f} exceeds u = 2^-4.")
     return (
         f"{checked:,} values bit-exact with torch float8_e4m3fn ({saturated:,} saturated by a "
-        f"stale scale); 1 byte per value, max relative error {worst:.4f} <= u = 2^-4"
+        f"stale scale), plus 10,003 fresh ones; 1 byte per value, max relative error "
+        f"{worst:.4f} <= u = 2^-4"
     )

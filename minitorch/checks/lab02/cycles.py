@@ -18,14 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from minitorch.checks.core import CheckFailure, assert_close, grader, guarded, rng
-from minitorch.checks.lab02._graphs import random_program, run_on_class, run_on_torch
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import CheckFailure, assert_close, fresh_rng, grader, guarded, plain, rng
+from minitorch.checks.graphs import Instr, random_program, run_on_class, run_on_torch
 
 __all__ = ["check_no_cycles"]
 
 BLOCKS = ("minitorch.autograd.scalar:Value", "minitorch.autograd.engine:backward")
 OPS = ("add", "mul", "tanh")
-_NAMED = {
+_NAMED: dict[str, list[Instr]] = {
     "a * b": [("input", 1.5), ("input", -2.0), ("mul", 0, 1)],
     "a + b": [("input", 1.5), ("input", -2.0), ("add", 0, 1)],
     "tanh(a)": [("input", 0.8), ("tanh", 0)],
@@ -94,7 +95,7 @@ def _values_and_grads(cls: type, guard: Callable[..., Any], prog: list, case: st
         nodes[-1].backward()
         return [float(v.data) for v in nodes], [float(v.grad) for v in nodes]
 
-    data, grads = guard(run)
+    data, grads = plain(guard(run), what="values and gradients", case=case)
     want = np.array(run_on_torch(prog))
     ref = [v.data for v in run_on_class(prog, _FloatNode)]
     assert_close(np.array(data), np.array(ref), case=case, rtol=1e-12, atol=1e-12, what="values")
@@ -133,7 +134,7 @@ def check_no_cycles(student) -> str:
         raise CheckFailure("Exercise 02.5: pass your class itself, e.g. check_no_cycles(FnValue).")
 
     def guard(fn: Callable[..., Any], *args: Any) -> Any:
-        return guarded(fn, student.exercise, student.blocks)(*args)
+        return guarded(fn, student.exercise, student.blocks, student.forbid)(*args)
 
     for case, prog in _NAMED.items():
         _values_and_grads(cls, guard, prog, case)
@@ -141,6 +142,10 @@ def check_no_cycles(student) -> str:
     for k in range(10):
         prog = random_program(g, int(g.integers(1, 6)), int(g.integers(3, 200)), OPS)
         _values_and_grads(cls, guard, prog, f"random graph {k}")
+    new = fresh_rng("02.5")
+    for k in range(2):
+        prog = random_program(new, int(new.integers(1, 6)), int(new.integers(3, 200)), OPS)
+        _values_and_grads(cls, guard, prog, fresh(f"graph {k}"))
 
     big = random_program(g, 50, 3000, OPS)
     for backward in (True, False):
@@ -150,7 +155,7 @@ def check_no_cycles(student) -> str:
             if backward:
                 nodes[-1].backward()
 
-        found = _cyclic_garbage(lambda build=build: guard(build))
+        found = _cyclic_garbage(functools.partial(guard, build))
         if found:
             outs = guard(lambda: [(a := cls(1.5)) * (b := cls(-2.0)), a + b, a.tanh()])
             paths = [p for p in map(_cycle_path, outs) if p]
@@ -172,6 +177,7 @@ def check_no_cycles(student) -> str:
     finally:
         if not was_tracing:
             tracemalloc.stop()
-    return f"14 graphs match torch; a {len(big):,}-node graph leaves 0 cyclic objects; " + (
-        f"{per_node:,.0f} bytes/node"
+    return (
+        f"16 graphs (2 fresh) match torch; a {len(big):,}-node graph leaves 0 cyclic objects; "
+        + (f"{per_node:,.0f} bytes/node")
     )

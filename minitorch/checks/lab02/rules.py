@@ -8,13 +8,24 @@ the product rule with the factors swapped, ...) are recognized and named in the 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from minitorch.checks.core import CheckFailure, assert_close, grader, rng
+from minitorch.checks.cases import Mistake, fresh
+from minitorch.checks.core import (
+    CheckFailure,
+    StudentError,
+    assert_close,
+    fresh_rng,
+    grader,
+    plain,
+    rng,
+)
+from minitorch.checks.vjp import torch_grad
 
 __all__ = ["check_local_rules"]
 
@@ -29,69 +40,57 @@ _BLOCKS = (
     ),
 )
 
-T = torch.float64
-# rule name -> (number of inputs, torch forward, input sampler, [(wrong rule, what it means)])
+# rule name -> (number of inputs, torch forward, input sampler, [known mistakes])
+# fmt: off
 _RULES: dict[str, tuple[Any, ...]] = {
-    "mul": (
-        2,
-        lambda a, b: a * b,
-        lambda g, n: g.uniform(-3, 3, (n, 2)),
-        [(lambda a, b: (a, b), "d(ab)/da = b and d(ab)/db = a: the factors are swapped.")],
-    ),
-    "div": (
-        2,
-        lambda a, b: a / b,
-        lambda g, n: np.stack(
-            [g.uniform(-3, 3, n), g.choice([-1, 1], n) * g.uniform(0.3, 3, n)], 1
-        ),
-        [
-            (lambda a, b: (1 / b, a / b**2), "d(a/b)/db = -a/b^2: the sign is missing."),
-            (lambda a, b: (1 / b, -1 / b**2), "d(a/b)/db = -a/b^2: the factor a is missing."),
-        ],
-    ),
-    "tanh": (
-        1,
-        torch.tanh,
-        lambda g, n: g.uniform(-4, 4, (n, 1)),
-        [
-            (lambda x: (1 - math.tanh(x),), "tanh'(x) = 1 - tanh(x)^2, not 1 - tanh(x)."),
-            (lambda x: (1 - x * x,), "tanh'(x) = 1 - tanh(x)^2: square the *output* t, not x."),
-        ],
-    ),
-    "sigmoid": (
-        1,
-        torch.sigmoid,
-        lambda g, n: g.uniform(-8, 8, (n, 1)),
-        [
-            (lambda x: (1 / (1 + math.exp(-x)),), "sigmoid' = s (1 - s), not s."),
-            (lambda x: (x * (1 - x),), "sigmoid' = s (1 - s) with s the *output*, not x."),
-        ],
-    ),
-    "pow": (
-        1,
-        None,  # the exponent is a constant: handled in _torch_rule
-        lambda g, n: g.uniform(0.2, 3, (n, 1)),
-        [
-            (lambda x, k: (x ** (k - 1),), "d/dx x^k = k x^(k-1): the factor k is missing."),
-            (lambda x, k: (k * x**k,), "d/dx x^k = k x^(k-1): the exponent drops by one."),
-        ],
-    ),
+    "mul": (2, lambda a, b: a * b, lambda g, n: g.uniform(-3, 3, (n, 2)), [
+        Mistake("d(ab)/da = b and d(ab)/db = a: the factors are swapped.",
+                answer=lambda a, b: (a, b))]),
+    "div": (2, lambda a, b: a / b, lambda g, n: np.stack(
+        [g.uniform(-3, 3, n), g.choice([-1, 1], n) * g.uniform(0.3, 3, n)], 1), [
+        Mistake("d(a/b)/db = -a/b^2: the sign is missing.", answer=lambda a, b: (1 / b, a / b**2)),
+        Mistake("d(a/b)/db = -a/b^2: the factor a is missing.",
+                answer=lambda a, b: (1 / b, -1 / b**2))]),
+    "tanh": (1, torch.tanh, lambda g, n: g.uniform(-4, 4, (n, 1)), [
+        Mistake("tanh'(x) = 1 - tanh(x)^2, not 1 - tanh(x).", answer=lambda x: (1 - math.tanh(x),)),
+        Mistake("tanh'(x) = 1 - tanh(x)^2: square the *output* t, not x.",
+                answer=lambda x: (1 - x * x,))]),
+    "sigmoid": (1, torch.sigmoid, lambda g, n: g.uniform(-8, 8, (n, 1)), [
+        Mistake("sigmoid' = s (1 - s), not s.", answer=lambda x: (1 / (1 + math.exp(-x)),)),
+        Mistake("sigmoid' = s (1 - s) with s the *output*, not x.",
+                answer=lambda x: (x * (1 - x),))]),
+    "pow": (1, None, lambda g, n: g.uniform(0.2, 3, (n, 1)), [  # the exponent k is a constant
+        Mistake("d/dx x^k = k x^(k-1): the factor k is missing.",
+                answer=lambda x, k: (x ** (k - 1),)),
+        Mistake("d/dx x^k = k x^(k-1): the exponent drops by one.",
+                answer=lambda x, k: (k * x**k,))]),
 }
+# fmt: on
 _EXPONENTS = (2.0, 3.0, 0.5, -1.0, -2.0, 1.5)
+_NAMED: dict[str, list[tuple[float, ...]]] = {
+    "mul": [(2.0, -3.0)],
+    "div": [(1.0, 4.0)],
+    "tanh": [(0.0,), (0.5,), (-20.0,)],
+    "sigmoid": [(0.0,), (2.0,), (-30.0,), (-1000.0,), (1000.0,)],  # +-1000: exp overflows
+    "pow": [(2.0,)],
+}
+_OVERFLOW = (
+    "sigmoid must not overflow: 1 / (1 + exp(-x)) computes exp(1000) at x = -1000 "
+    "(math.exp raises, np.exp warns and returns inf). Use 0.5 * (1 + tanh(x / 2)), or "
+    "exp(x) / (1 + exp(x)) for x < 0: both give 0 there without overflowing."
+)
 
 
-def _torch_rule(name: str, args: tuple[float, ...]) -> tuple[float, tuple[float, ...]]:
-    n_in, fwd = _RULES[name][0], _RULES[name][1]
-    xs = [torch.tensor(a, dtype=T, requires_grad=True) for a in args[:n_in]]
-    out = xs[0] ** args[1] if name == "pow" else fwd(*xs)
-    grads = torch.autograd.grad(out, xs)
-    return out.item(), tuple(g.item() for g in grads)
+def _torch_rule(name: str, args: tuple[float, ...]) -> tuple[float, np.ndarray]:
+    if name == "pow":  # the exponent is a constant, not an input
+        return torch_grad(lambda x: x ** args[1], args[0])
+    return torch_grad(_RULES[name][1], *args)
 
 
 def _unpack(got: Any, n_in: int, case: str) -> tuple[float, tuple[float, ...]]:
     """Read ``(value, (grads...))`` from the student's rule, with a clear message if not."""
     try:
-        value, grads = got
+        value, grads = plain(got, what="the rule's result", case=case)
         grads = tuple(float(g) for g in grads)
         value = float(value)
     except (TypeError, ValueError):
@@ -104,53 +103,45 @@ def _unpack(got: Any, n_in: int, case: str) -> tuple[float, tuple[float, ...]]:
     return value, grads
 
 
-def _diagnose(name: str, args: tuple[float, ...], grads: tuple[float, ...]) -> str:
-    for wrong, meaning in _RULES[name][3]:
-        w = tuple(wrong(*args))
-        if all(
-            math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(grads, w, strict=True)
-        ):
-            return meaning
-    return "Differentiate the op on paper first, then write the formula in terms of its inputs."
+def _call(student: Callable[..., Any], args: tuple[float, ...], case: str) -> Any:
+    """Run a rule with overflow warnings as errors: an overflow fails with its own message."""
+    with warnings.catch_warnings(), np.errstate(over="raise"):
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            return student(*args)
+        except StudentError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, (OverflowError, FloatingPointError, RuntimeWarning)):
+                msg = f"[{case}] {type(cause).__name__}: {cause}. {_OVERFLOW}"
+                raise CheckFailure(msg) from None
+            raise
 
 
-def _check_rule(student: Callable[..., Any], name: str, g: np.random.Generator) -> int:
-    n_in, _, sample, _ = _RULES[name]
-    points = [tuple(float(v) for v in row) for row in sample(g, 200)]
-    named = {
-        "mul": [(2.0, -3.0)],
-        "div": [(1.0, 4.0)],
-        "tanh": [(0.0,), (0.5,), (-20.0,)],
-        "sigmoid": [(0.0,), (2.0,), (-30.0,)],
-        "pow": [(2.0,)],
-    }[name]
-    cases = 0
-    for args in named + points:
+def _close(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) for x, y in zip(a, b, strict=True))
+
+
+def _check_rule(student: Callable[..., Any], name: str, k: int) -> int:
+    n_in, _, sample, mistakes = _RULES[name]
+    new = fresh_rng(f"02.1 {name}")
+    points = [(args, False) for args in _NAMED[name]]
+    points += [(tuple(float(v) for v in row), False) for row in sample(rng(21 + k), 200)]
+    points += [(tuple(float(v) for v in row), True) for row in sample(new, 10)]
+    for i, (args, is_fresh) in enumerate(points):
         if name == "pow":
-            args = (args[0], _EXPONENTS[cases % len(_EXPONENTS)])
-        case = f"{name}_rule{args}"
-        value, grads = _unpack(student(*args), n_in, case)
+            args = (args[0], _EXPONENTS[i % len(_EXPONENTS)])
+        case = fresh(f"{name}_rule{args}") if is_fresh else f"{name}_rule{args}"
+        value, grads = _unpack(_call(student, args, case), n_in, case)
         want_v, want_g = _torch_rule(name, args)
-        assert_close(
-            value,
-            want_v,
-            case=case,
-            rtol=1e-9,
-            atol=1e-12,
-            what="value",
-            hint="The value is the op's ordinary result.",
-        )
-        assert_close(
-            np.array(grads),
-            np.array(want_g),
-            case=case,
-            rtol=1e-9,
-            atol=1e-12,
-            what="local grads",
-            hint=_diagnose(name, args, grads),
-        )
-        cases += 1
-    return cases
+        assert_close(value, want_v, case=case, rtol=1e-9, atol=1e-12, what="value",
+                     hint="The value is the op's ordinary result.")  # fmt: skip
+        hint = next((m.message for m in mistakes if m.matches(grads, args, _close)), _PAPER)
+        assert_close(np.array(grads), want_g, case=case, rtol=1e-9, atol=1e-12,
+                     what="local grads", hint=hint)  # fmt: skip
+    return len(points)
+
+
+_PAPER = "Differentiate the op on paper first, then write the formula in terms of its inputs."
 
 
 @grader("02.1", blocks=_BLOCKS)
@@ -163,5 +154,8 @@ def check_local_rules(mul_rule, div_rule, tanh_rule, sigmoid_rule, pow_rule) -> 
         "sigmoid": sigmoid_rule,
         "pow": pow_rule,
     }
-    total = sum(_check_rule(s, name, rng(21 + k)) for k, (name, s) in enumerate(students.items()))
-    return f"5 rules × {total // 5} inputs match torch.autograd (float64) to 1e-9"
+    total = sum(_check_rule(s, name, k) for k, (name, s) in enumerate(students.items()))
+    return (
+        f"5 rules x {total // 5} inputs (10 fresh each) match torch.autograd (float64) to 1e-9; "
+        "sigmoid(-1000) without overflow"
+    )

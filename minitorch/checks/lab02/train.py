@@ -2,7 +2,7 @@
 
 Step by step against a torch float64 twin of the same network (same initial weights,
 ``torch.optim.SGD``): the returned loss and every parameter after each of three steps. Then
-60 steps on a seeded moons set must halve the loss and classify >= 90% of it correctly.
+60 steps on a seeded moons set must halve the loss and classify >= 80% of it correctly.
 """
 
 from __future__ import annotations
@@ -14,51 +14,24 @@ import numpy as np
 import torch
 
 from minitorch.autograd.scalar_nn import MLP
-from minitorch.checks.core import CheckFailure, assert_close, assert_true, grader
+from minitorch.checks.cases import fresh
+from minitorch.checks.compare import number
+from minitorch.checks.core import assert_close, assert_true, fresh_rng, grader, plain
+from minitorch.checks.twins import ScalarMLPTwin
 from minitorch.data.toy2d import make_moons, signed
 
 __all__ = ["check_train_step"]
 
-ACCURACY = 0.9
+ACCURACY = 0.8  # a correct step reaches 37 of 40 (92.5%) here: the margin is for rounding
 
 
-def _torch_twin(model: MLP) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(W, b) per layer as float64 leaves, W: (n_out, n_in), copied from the Values."""
-    layers = []
-    for layer in model.layers:
-        w = [[wi.data for wi in n.w] for n in layer.neurons]
-        b = [n.b.data for n in layer.neurons]
-        layers.append(
-            (
-                torch.tensor(w, dtype=torch.float64, requires_grad=True),
-                torch.tensor(b, dtype=torch.float64, requires_grad=True),
-            )
-        )
-    return layers
-
-
-def _scores(layers: list[tuple[torch.Tensor, torch.Tensor]], x: np.ndarray) -> torch.Tensor:
-    h = torch.as_tensor(x, dtype=torch.float64)  # (n, 2)
-    for k, (w, b) in enumerate(layers):
-        h = h @ w.T + b  # (n, n_out)
-        if k < len(layers) - 1:
-            h = torch.tanh(h)
-    return h[:, 0]  # (n,)
-
-
-def _loss(layers: list, x: np.ndarray, y: np.ndarray) -> torch.Tensor:
-    margin = torch.as_tensor(y) * _scores(layers, x)
+def _loss(twin: ScalarMLPTwin, x: np.ndarray, y: np.ndarray) -> torch.Tensor:
+    margin = torch.as_tensor(y) * twin.scores(x)
     return torch.log(1 + torch.exp(-margin)).mean()
 
 
-def _flat(model: MLP) -> np.ndarray:
-    return np.array([p.data for p in model.parameters()])
-
-
-def _flat_torch(layers: list) -> np.ndarray:
-    return np.concatenate(
-        [torch.cat([w, b[:, None]], 1).detach().numpy().ravel() for w, b in layers]
-    )
+def _flat(model: MLP, case: str) -> np.ndarray:
+    return np.array([plain(p.data, what="p.data", case=case) for p in model.parameters()])
 
 
 def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[list[float]], list[float]]:
@@ -67,23 +40,22 @@ def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[list[float]],
     return x, ys, [[float(a), float(b)] for a, b in x], [float(v) for v in ys]
 
 
-def _vs_torch(student: Callable[..., Any]) -> int:
-    model, lr = MLP(2, [4, 4, 1], seed=5), 0.5
-    x, ys, xs, yl = _data(16, seed=3)
-    layers = _torch_twin(model)
-    opt = torch.optim.SGD([t for pair in layers for t in pair], lr=lr)
-    for step in range(3):
-        case = f"step {step + 1} of 3, MLP 2-4-4-1, 16 points, lr {lr}"
-        before = _flat(model)
+def _vs_torch(student: Callable[..., Any], seeds: tuple[int, int], steps: int, new: bool) -> int:
+    """``steps`` steps of the student's train_step against torch.optim.SGD on a twin."""
+    model, lr = MLP(2, [4, 4, 1], seed=seeds[0]), 0.5
+    x, ys, xs, yl = _data(16, seed=seeds[1])
+    twin = ScalarMLPTwin.of(model)
+    opt = torch.optim.SGD(twin.parameters(), lr=lr)
+    for step in range(steps):
+        case = f"step {step + 1} of {steps}, MLP 2-4-4-1, 16 points, lr {lr}"
+        case = fresh(case) if new else case
+        before = _flat(model, case)
         opt.zero_grad()
-        loss = _loss(layers, x, ys)
+        loss = _loss(twin, x, ys)
         loss.backward()
         opt.step()
         got = student(model, xs, yl, lr)
-        try:
-            got = float(got)
-        except (TypeError, ValueError):
-            raise CheckFailure(f"[{case}] return the loss as a float, got {got!r}.") from None
+        got = number(got, case=case, message=f"[{case}] return the loss as a float, got {got!r}.")
         want = loss.item()
         hint = (
             "The loss is the *mean* over examples of log(1 + exp(-y * score)), before the update."
@@ -91,7 +63,7 @@ def _vs_torch(student: Callable[..., Any]) -> int:
         if np.isclose(got, want * len(xs)):
             hint = "You returned the *sum* of the example losses: divide by their number (mean)."
         assert_close(got, want, case=case, rtol=1e-9, atol=1e-12, what="returned loss", hint=hint)
-        after, torch_after = _flat(model), _flat_torch(layers)
+        after, torch_after = _flat(model, case), twin.flat()
         step_taken = before - torch_after
         hint = "Update each parameter with p.data -= lr * p.grad, after loss.backward()."
         if np.allclose(after, before):
@@ -118,16 +90,18 @@ def _vs_torch(student: Callable[..., Any]) -> int:
 
 def _accuracy(model: MLP, x: np.ndarray, ys: np.ndarray) -> float:
     with torch.no_grad():
-        return float(((_scores(_torch_twin(model), x) > 0).numpy() == (ys > 0)).mean())
+        return float(((ScalarMLPTwin.of(model).scores(x) > 0).numpy() == (ys > 0)).mean())
 
 
 @grader("02.6")
 def check_train_step(student) -> str:
-    """Three steps against torch.optim.SGD, then 60 steps on moons: accuracy >= 90%."""
-    n_params = _vs_torch(student)
+    """Three steps against torch.optim.SGD, then 60 steps on moons: accuracy >= 80%."""
+    n_params = _vs_torch(student, (5, 3), 3, new=False)
+    new = fresh_rng("02.6")
+    _vs_torch(student, (int(new.integers(1 << 30)), int(new.integers(1 << 30))), 2, new=True)
     model, lr, steps = MLP(2, [4, 4, 1], seed=0), 1.5, 60
     x, ys, xs, yl = _data(40, seed=0)
-    losses = [float(student(model, xs, yl, lr)) for _ in range(steps)]
+    losses = [float(plain(student(model, xs, yl, lr), what="loss")) for _ in range(steps)]
     acc = _accuracy(model, x, ys)
     assert_true(
         losses[-1] < 0.5 * losses[0],
@@ -137,7 +111,7 @@ def check_train_step(student) -> str:
     assert_true(
         acc >= ACCURACY,
         f"[moons, 40 points] training accuracy {acc:.0%} after {steps} steps, expected >= "
-        f"{ACCURACY:.0%}.",
+        f"{ACCURACY:.0%} (a correct step reaches 37 of 40, 92.5%, here).",
     )
     return (
         f"3 steps = torch.optim.SGD on {n_params} parameters; moons: loss {losses[0]:.3f} -> "

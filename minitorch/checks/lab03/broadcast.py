@@ -12,8 +12,10 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from minitorch.checks.core import assert_true, grader, rng
-from minitorch.checks.lab03._common import ENGINE, call_pure, close, looks_like, torch_vjp
+from minitorch.checks.cases import fresh
+from minitorch.checks.compare import call_pure, close, looks_like
+from minitorch.checks.core import assert_true, fresh_rng, grader, rng
+from minitorch.checks.vjp import ENGINE, torch_vjp
 
 __all__ = ["check_matmul_backward", "check_unbroadcast"]
 
@@ -95,14 +97,15 @@ def check_unbroadcast(unbroadcast: Callable[..., object]) -> str:
         n += 1
     g32 = gen.standard_normal((4, 3)).astype(np.float32)
     _one_unbroadcast(unbroadcast, g32, (1, 3), "float32 gradient")
-    for i in range(300):
-        gshape, shape = _random_unbroadcast(gen)
-        g = gen.standard_normal(gshape)
-        case = f"random case {i}: grad {gshape} -> {shape}"
-        worst = max(worst, _one_unbroadcast(unbroadcast, g, shape, case))
-        n += 1
+    for g_, count, mark in ((gen, 300, str), (fresh_rng("03.1"), 20, fresh)):
+        for i in range(count):
+            gshape, shape = _random_unbroadcast(g_)
+            g = g_.standard_normal(gshape)
+            case = mark(f"random case {i}: grad {gshape} -> {shape}")
+            worst = max(worst, _one_unbroadcast(unbroadcast, g, shape, case))
+            n += 1
     return (
-        f"{n + 1} shapes (scalars, size-1, missing and zero-size axes) match torch, "
+        f"{n + 1} shapes (scalars, size-1, missing and zero-size axes; 20 fresh) match torch, "
         f"max error {worst:.1e}"
     )
 
@@ -183,23 +186,29 @@ def _random_matmul(gen: np.random.Generator) -> tuple[tuple[int, ...], tuple[int
         f"{_A}.ops_matmul:linear",
         *ENGINE,
     ),
+    uses=(("03.1", "unbroadcast", f"{_A}.engine:unbroadcast"),),
 )
 def check_matmul_backward(matmul_backward: Callable[..., object]) -> str:
     """Exercise 03.2: (a, b, g) -> (dL/da, dL/db) of a batched, broadcasting matmul."""
     gen, worst, flops = rng(302), 0.0, 0
-    cases = [(label, sa, sb) for label, sa, sb in _MATMUL_NAMED]
+    new = fresh_rng("03.2")
+    cases = [(label, sa, sb, gen) for label, sa, sb in _MATMUL_NAMED]
     cases += [
-        (f"random case {i}: {sa} @ {sb}", sa, sb)
+        (f"random case {i}: {sa} @ {sb}", sa, sb, gen)
         for i, (sa, sb) in enumerate(_random_matmul(gen) for _ in range(60))
     ]
-    for case, sa, sb in cases:
-        a, b = gen.standard_normal(sa), gen.standard_normal(sb)
+    cases += [
+        (fresh(f"random case {i}: {sa} @ {sb}"), sa, sb, new)
+        for i, (sa, sb) in enumerate(_random_matmul(new) for _ in range(8))
+    ]
+    for case, sa, sb, src in cases:
+        a, b = src.standard_normal(sa), src.standard_normal(sb)
         bshape = np.broadcast_shapes(sa[:-2], sb[:-2])
-        g = gen.standard_normal((*bshape, sa[-2], sb[-1]))  # (..., n, m)
+        g = src.standard_normal((*bshape, sa[-2], sb[-1]))  # (..., n, m)
         worst = max(worst, _one_matmul(matmul_backward, a, b, g, case))
         batch = int(np.prod(bshape, dtype=np.int64))
         flops += 2 * 2 * batch * sa[-2] * sa[-1] * sb[-1]  # two matmuls, 2 FLOPs per MAC
     return (
-        f"{len(cases)} shapes incl. broadcast batches, empty batch and k = 0 match torch "
+        f"{len(cases)} shapes (8 fresh) incl. broadcast batches, empty batch and k = 0 match torch "
         f"(max error {worst:.1e}); backward costs 2x the forward's FLOPs ({flops:,} here)"
     )

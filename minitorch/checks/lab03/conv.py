@@ -14,15 +14,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from minitorch.checks.core import assert_true, fmt_bytes, grader, rng
-from minitorch.checks.lab03._common import (
-    ENGINE,
-    call_pure,
-    close,
-    looks_like,
-    out_shape,
-    torch_vjp,
+from minitorch.checks.cases import fresh
+from minitorch.checks.compare import call_pure, close, looks_like
+from minitorch.checks.core import (
+    CheckFailure,
+    assert_true,
+    fmt_bytes,
+    fresh_rng,
+    grader,
+    plain,
+    rng,
 )
+from minitorch.checks.spies import helper_products
+from minitorch.checks.vjp import ENGINE, out_shape, torch_vjp
 
 __all__ = ["check_conv2d_backward", "check_conv2d_forward"]
 
@@ -60,15 +64,20 @@ _ADD = (
 )
 
 
-def _random_cases(seed: int, n: int) -> list[Case]:
-    gen, cases = rng(seed), []
+def _random_cases(seed: int, n: int, exercise: str) -> list[Case]:
+    """``n`` seeded random layers, then 5 drawn fresh for ``exercise`` (new every run)."""
+    return _draw(rng(seed), n, str) + _draw(fresh_rng(exercise), 5, fresh)
+
+
+def _draw(gen: np.random.Generator, n: int, mark: Callable[[str], str]) -> list[Case]:
+    cases = []
     for i in range(n):
         kh, kw = (int(v) for v in gen.integers(1, 4, 2))
         s, p = int(gen.integers(1, 3)), int(gen.integers(0, 2))
         h, w = (int(v) for v in gen.integers(max(kh, kw), 9, 2))
         shape = (int(gen.integers(1, 4)), int(gen.integers(1, 4)), h, w)
         cases.append(
-            (f"random case {i}: x {shape}, k {kh}x{kw}, s {s}, p {p}", shape, kh, kw, s, p)
+            (mark(f"random case {i}: x {shape}, k {kh}x{kw}, s {s}, p {p}"), shape, kh, kw, s, p)
         )
     return cases
 
@@ -83,6 +92,29 @@ def _im2col_hint(got: np.ndarray, want: np.ndarray, c: int, kh: int, kw: int) ->
     n, _, ll = want.shape
     channel_last = want.reshape(n, c, kh * kw, ll).transpose(0, 2, 1, 3).reshape(want.shape)
     return _LAYOUT + (" (Yours looks channel-last.)" if looks_like(got, channel_last) else "")
+
+
+_ONE_MATMUL = (
+    "conv2d_forward is one matmul over your columns: y = w.reshape(O, -1) @ im2col(x, ...), "
+    "(O, C*kh*kw) @ (N, C*kh*kw, L) broadcasting over the batch (not a loop of products, "
+    "not a multiply-and-sum)."
+)
+
+
+_NO_MATMUL = "did not multiply the columns with a matmul (@, np.matmul, np.einsum)"
+
+
+def _conv(conv2d_forward: Callable[..., object], x, w, bias, s: int, p: int, case: str) -> object:
+    """Run conv2d_forward once, requiring one call of im2col and one matmul over its columns."""
+    with helper_products(conv2d_forward, "im2col") as tally:
+        got = call_pure(conv2d_forward, x, w, bias, s, p, case=case)
+    calls, products = tally
+    if calls == 0:
+        raise CheckFailure(f"[{case}] conv2d_forward did not call your im2col. {_ONE_MATMUL}")
+    if products != 1:
+        done = f"multiplied the columns {products} times" if products else _NO_MATMUL
+        raise CheckFailure(f"[{case}] conv2d_forward {done}. {_ONE_MATMUL}")
+    return got
 
 
 @grader(
@@ -102,17 +134,17 @@ def check_conv2d_forward(
 ) -> str:
     """Exercise 03.3: im2col matches F.unfold; im2col + one GEMM matches F.conv2d."""
     gen, worst = rng(303), 0.0
-    for case, shape, kh, kw, s, p in _NAMED + _random_cases(313, 25):
+    for case, shape, kh, kw, s, p in _NAMED + _random_cases(313, 25, "03.3"):
         x = gen.standard_normal(shape)
         got = np.asarray(call_pure(im2col, x, kh, kw, s, p, case=case))
         want = _unfold(x, kh, kw, s, p)
         hint = _im2col_hint(got, want, shape[1], kh, kw)
         worst = max(worst, close(got, want, case=case, what="im2col(x)", hint=hint))
-    for case, shape, kh, kw, s, p in _NAMED + _random_cases(323, 25):
+    for case, shape, kh, kw, s, p in _NAMED + _random_cases(323, 25, "03.3 layer"):
         x, o = gen.standard_normal(shape), int(gen.integers(1, 5))
         w, b = gen.standard_normal((o, shape[1], kh, kw)), gen.standard_normal(o)
         bias = None if "1x1" in case else b
-        got = np.asarray(call_pure(conv2d_forward, x, w, bias, s, p, case=case))
+        got = np.asarray(_conv(conv2d_forward, x, w, bias, s, p, case))
         want = F.conv2d(
             *(torch.from_numpy(a) if a is not None else None for a in (x, w, bias)),
             stride=s,
@@ -128,12 +160,15 @@ def check_conv2d_forward(
         hint = _FLIP if kh * kw > 1 and looks_like(got, flipped) else _SHAPE
         worst = max(worst, close(got, want, case=case, what="conv2d_forward(x, w, b)", hint=hint))
     x = gen.standard_normal((8, 16, 32, 32))
-    cols = np.asarray(im2col(x, 3, 3, 1, 1))
+    cols = np.asarray(plain(im2col(x, 3, 3, 1, 1), what="im2col(x)"))
     blowup = (
         f"a 3x3 conv on {fmt_bytes(x.nbytes)} of input builds {fmt_bytes(cols.nbytes)} of columns"
     )
-    n = len(_NAMED) + 25
-    return f"{n} im2col + {n} conv2d cases match torch (max error {worst:.1e}); {blowup}"
+    n = len(_NAMED) + 30
+    return (
+        f"{n} im2col + {n} conv2d cases (5 fresh each) match torch, each conv2d one matmul "
+        f"(max error {worst:.1e}); {blowup}"
+    )
 
 
 # --------------------------------------------------------------------------- 03.4 backward
@@ -157,7 +192,7 @@ def _overwrite(
 
 def _check_col2im(col2im: Callable[..., object], gen: np.random.Generator) -> float:
     worst = 0.0
-    for case, shape, kh, kw, s, p in _NAMED + _random_cases(314, 25):
+    for case, shape, kh, kw, s, p in _NAMED + _random_cases(314, 25, "03.4"):
         n, c, h, w = shape
         ll = out_shape(h, kh, s, p) * out_shape(w, kw, s, p)
         cols = gen.standard_normal((n, c * kh * kw, ll))
@@ -204,6 +239,7 @@ def _check_grads(
         f"{_NN}:Conv2d",
         *ENGINE,
     ),
+    uses=(("03.3", "im2col", f"{_C}:im2col"),),
 )
 def check_conv2d_backward(
     col2im: Callable[..., object], conv2d_backward: Callable[..., object]
@@ -211,9 +247,12 @@ def check_conv2d_backward(
     """Exercise 03.4: col2im matches F.fold; conv2d gradients match torch autograd."""
     gen = rng(304)
     worst = _check_col2im(col2im, gen)
-    for case, shape, kh, kw, s, p in _NAMED + _random_cases(324, 25):
+    for case, shape, kh, kw, s, p in _NAMED + _random_cases(324, 25, "03.4 layer"):
         x = gen.standard_normal(shape)
         w = gen.standard_normal((int(gen.integers(1, 5)), shape[1], kh, kw))
         worst = max(worst, _check_grads(conv2d_backward, x, w, s, p, case))
-    n = len(_NAMED) + 25
-    return f"{n} col2im + {n} conv2d backward cases match F.fold and torch (max error {worst:.1e})"
+    n = len(_NAMED) + 30
+    return (
+        f"{n} col2im + {n} conv2d backward cases (5 fresh each) match F.fold and torch "
+        f"(max error {worst:.1e})"
+    )

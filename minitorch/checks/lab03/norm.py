@@ -16,8 +16,10 @@ from collections.abc import Callable
 import numpy as np
 import torch.nn.functional as F
 
-from minitorch.checks.core import CheckFailure, assert_true, grader, rng
-from minitorch.checks.lab03._common import ENGINE, call_pure, close, looks_like, torch_vjp
+from minitorch.checks.cases import fresh
+from minitorch.checks.compare import call_pure, close, looks_like
+from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, rng
+from minitorch.checks.vjp import ENGINE, torch_vjp
 
 __all__ = ["check_batch_norm_backward"]
 
@@ -109,7 +111,7 @@ def _invariants(gx: np.ndarray, want: np.ndarray, x: np.ndarray, eps: float, cas
 def _one(
     student: Callable[..., object], x: np.ndarray, g: np.ndarray, eps: float, case: str
 ) -> float:
-    c = x.shape[1]
+    c = int(x.shape[1])
     gamma, beta = rng(c + len(case)).standard_normal(c) + 1.5, np.zeros(c)
     _, (wx, wgamma, wbeta) = torch_vjp(
         lambda t, w, b: F.batch_norm(t, None, None, w, b, training=True, eps=eps),
@@ -131,13 +133,13 @@ def _one(
     return max(err, close(got[2], wbeta, case=case, what="grad_beta", hint=_BETA))
 
 
-def _random_cases(seed: int, n: int) -> list[Case]:
-    gen, cases = rng(seed), []
+def _random_cases(gen: np.random.Generator, n: int, mark: Callable[[str], str] = str) -> list[Case]:
+    cases = []
     for i in range(n):
         shape = tuple(int(v) for v in gen.integers(1, 5, int(gen.choice([2, 3, 4]))))
         if shape[0] * int(np.prod(shape[2:])) < 2:  # one value per channel has no variance
             shape = (shape[0] + 1, *shape[1:])
-        cases.append((f"random case {i}: x {shape}", shape, 1e-5, "random"))
+        cases.append((mark(f"random case {i}: x {shape}"), shape, 1e-5, "random"))
     return cases
 
 
@@ -157,7 +159,7 @@ def _random_cases(seed: int, n: int) -> list[Case]:
 def check_batch_norm_backward(batch_norm_backward: Callable[..., object]) -> str:
     """Exercise 03.6: training-mode batch-norm gradients for x, gamma and beta."""
     gen, worst = rng(306), 0.0
-    cases = _NAMED + _random_cases(316, 30)
+    cases = _NAMED + _random_cases(rng(316), 30) + _random_cases(fresh_rng("03.6"), 5, fresh)
     for case, shape, eps, kind in cases:
         x = gen.standard_normal(shape) * gen.uniform(0.5, 3) + gen.uniform(-5, 5)
         if kind == "random":
@@ -166,6 +168,6 @@ def check_batch_norm_backward(batch_norm_backward: Callable[..., object]) -> str
             g = np.ones(shape) if kind == "ones" else _reference_parts(x, eps)[0]
         worst = max(worst, _one(batch_norm_backward, x, g, eps, case))
     return (
-        f"{len(cases)} cases (2-D and 4-D, N = 1, eps = 0.1) match torch, max error "
+        f"{len(cases)} cases (2-D and 4-D, N = 1, eps = 0.1; 5 fresh) match torch, max error "
         f"{worst:.1e}; sum(dx) = sum(dx * xhat) = 0 per channel"
     )

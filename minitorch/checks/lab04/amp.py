@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from minitorch.checks.core import CheckFailure, assert_true, grader, rng
-from minitorch.checks.lab04._common import call, torch_mlp
+from minitorch.checks.cases import fresh
+from minitorch.checks.compare import call
+from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, plain, rng
+from minitorch.checks.twins import torch_mlp
 from minitorch.nn import MLP
 from minitorch.optim import SGD, AdamW
 
@@ -28,8 +30,7 @@ TRACK_STEPS, TRACK_TOL = 40, 0.01
 _STALE = 100.0  # the clean steps start with p.grad full of this
 
 
-def _problem(seed: int, n: int = 32) -> tuple[MLP, np.ndarray, np.ndarray, np.ndarray]:
-    g = rng(seed)
+def _problem(g: np.random.Generator, n: int = 32) -> tuple[MLP, np.ndarray, np.ndarray, np.ndarray]:
     model = MLP([16, 32, 4], "tanh", rng=g)  # smooth: no ReLU kink flips under rounding
     teacher = g.standard_normal((16, 4))
     x = g.standard_normal((n, 16)).astype(np.float32)
@@ -44,6 +45,7 @@ def _torch_loss_grads(model: MLP, x: np.ndarray, y: np.ndarray) -> tuple[float, 
 
 
 def _unpack(result: Any, case: str) -> tuple[float, float, int]:
+    result = plain(result, case=case)
     ok = isinstance(result, tuple) and len(result) == 3
     assert_true(ok, f"[{case}] return (loss, new_scale, new_good_steps), got {result!r:.100}.")
     try:
@@ -57,9 +59,17 @@ def _in_format(a: np.ndarray, fmt: str) -> bool:
     return bool(torch.equal(t.to(_LOWP[fmt]).to(torch.float32), t))
 
 
-def _clean_step(student: Callable[..., Any], fmt: str, scale: float, good: int, grow: int) -> str:
+def _clean_step(
+    student: Callable[..., Any],
+    fmt: str,
+    scale: float,
+    good: int,
+    grow: int,
+    g: np.random.Generator | None = None,
+) -> str:
     case = f"{fmt}, scale {scale:g}, good_steps {good}, growth_interval {grow}"
-    model, x, y, _ = _problem(1)
+    case = fresh(case) if g is not None else case
+    model, x, y, _ = _problem(rng(1) if g is None else g)
     want_loss, want_grads = _torch_loss_grads(model, x, y)
     params = model.parameters()
     before = [p.data.copy() for p in params]
@@ -83,15 +93,16 @@ def _clean_step(student: Callable[..., Any], fmt: str, scale: float, good: int, 
             p.grad is not None,
             f"[{case}] a parameter has no .grad: run backward on the scaled loss.",
         )
-        err = np.abs(p.grad - gw).max() / np.abs(gw).max()
-        ratio = np.abs(p.grad).max() / np.abs(gw).max()
+        grad = plain(p.grad, what="p.grad", case=case)
+        err = np.abs(grad - gw).max() / np.abs(gw).max()
+        ratio = np.abs(grad).max() / np.abs(gw).max()
         hint = ""
         if abs(ratio - scale) < 0.05 * scale and scale > 1:
             hint = (
                 " Your gradients are `scale` times too large: divide every p.grad by the scale "
                 "before the optimizer step (unscale)."
             )
-        elif abs(float(np.mean(p.grad - gw)) - _STALE / scale) < 0.05 * _STALE / scale:
+        elif abs(float(np.mean(grad - gw)) - _STALE / scale) < 0.05 * _STALE / scale:
             hint = (
                 " p.grad held a stale gradient from an earlier step and yours was added to it: "
                 "call optimizer.zero_grad() before backward."
@@ -102,7 +113,7 @@ def _clean_step(student: Callable[..., Any], fmt: str, scale: float, good: int, 
             f"its max; {fmt} allows {_GRAD_RTOL[fmt]:g}).{hint}",
         )
         assert_true(
-            _in_format(p.grad * np.float32(scale), fmt),
+            _in_format(grad * np.float32(scale), fmt),
             f"[{case}] p.grad * scale is not a {fmt} number: the gradients were not computed in "
             f"{fmt}. Run the forward (model and loss) inside `with autocast(fmt):`, then backward.",
         )
@@ -111,7 +122,7 @@ def _clean_step(student: Callable[..., Any], fmt: str, scale: float, good: int, 
             f"[{case}] master weights must stay float32, got {p.data.dtype}.",
         )
         assert_true(
-            np.allclose(p.data, w0 - np.float32(0.1) * p.grad, rtol=1e-6, atol=1e-7),
+            np.allclose(p.data, w0 - np.float32(0.1) * grad, rtol=1e-6, atol=1e-7),
             f"[{case}] the weights are not w - lr * p.grad after the step: call optimizer.step() "
             "exactly once, after unscaling, when the gradients are finite.",
         )
@@ -136,7 +147,7 @@ def _clean_step(student: Callable[..., Any], fmt: str, scale: float, good: int, 
 
 def _overflow_step(student: Callable[..., Any]) -> None:
     case = "fp16, scale 2^40: the scaled gradients overflow"
-    model, x, y, _ = _problem(2)
+    model, x, y, _ = _problem(rng(2))
     want_loss, _ = _torch_loss_grads(model, x, y)
     before = [p.data.copy() for p in model.parameters()]
     opt = AdamW(model.parameters(), lr=1e-2)
@@ -165,7 +176,7 @@ def _overflow_step(student: Callable[..., Any]) -> None:
 
 
 def _tracking(student: Callable[..., Any]) -> float:
-    model, _, _, teacher = _problem(3)
+    model, _, _, teacher = _problem(rng(3))
     twin = torch_mlp(model)
     opt, topt = SGD(model.parameters(), lr=0.2), torch.optim.SGD(twin.parameters(), lr=0.2)
     g = rng(4)
@@ -205,9 +216,13 @@ def check_amp_step(amp_step: Callable[..., Any]) -> str:
     """Exercise 04.5: a mixed-precision step with dynamic loss scaling (skip, unscale, grow)."""
     _clean_step(amp_step, "fp16", 1024.0, 0, 2000)
     _clean_step(amp_step, "bf16", 8.0, 2, 3)
+    new = fresh_rng("04.5")
+    grow = int(new.integers(2, 6))
+    fmt, scale = str(new.choice(["fp16", "bf16"])), 2.0 ** int(new.integers(2, 15))
+    _clean_step(amp_step, fmt, scale, int(new.integers(0, grow)), grow, new)
     _overflow_step(amp_step)
     worst = _tracking(amp_step)
     return (
-        f"clean, growth and overflow steps right; FP16 loss tracks torch FP32 over "
+        f"clean (1 fresh), growth and overflow steps right; FP16 loss tracks torch FP32 over "
         f"{TRACK_STEPS} steps within {worst:.1e}"
     )

@@ -7,13 +7,15 @@ shared sub-module one torch Module); torch's own ``named_parameters()`` gives th
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import torch
 
-from minitorch.checks.core import assert_true, grader, rng
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import assert_true, fresh_rng, grader, plain, rng
+from minitorch.checks.twins import torch_named_parameters
 from minitorch.nn import MLP, Embedding, LayerNorm, Linear, Module, Parameter, Sequential
 
 __all__ = ["check_named_parameters"]
@@ -60,26 +62,17 @@ def _models() -> list[tuple[str, Module]]:
     ]
 
 
-def _torch_names(model: Module) -> list[tuple[str, Parameter]]:
-    """Mirror the tree in torch and ask torch for the names; map back to our Parameters."""
-    modules: dict[int, torch.nn.Module] = {}
-    params: dict[int, torch.nn.Parameter] = {}
-    ours: dict[int, Parameter] = {}
-
-    def mirror(m: Module) -> torch.nn.Module:
-        if id(m) in modules:
-            return modules[id(m)]
-        t = modules[id(m)] = torch.nn.Module()
-        for name, p in m._parameters.items():
-            if id(p) not in params:
-                params[id(p)] = torch.nn.Parameter(torch.zeros(1))
-                ours[id(params[id(p)])] = p
-            t.register_parameter(name, params[id(p)])
-        for name, child in m._modules.items():
-            t.add_module(name, mirror(child))
-        return t
-
-    return [(name, ours[id(tp)]) for name, tp in mirror(model).named_parameters()]
+def _fresh_model(g: np.random.Generator) -> tuple[str, Module]:
+    """A random tree: Linear layers (some without bias) in a random nesting, with an MLP."""
+    widths = [int(w) for w in g.integers(1, 6, int(g.integers(3, 6)))]
+    layers: list[Module] = [
+        Linear(a, b, bias=bool(g.integers(0, 2)), rng=g) for a, b in itertools.pairwise(widths)
+    ]
+    layers.append(MLP([widths[-1], int(g.integers(1, 6)), 2], rng=g))
+    while len(layers) > 1:  # nest a random run of neighbours into a Sequential
+        i = int(g.integers(0, len(layers) - 1))
+        layers[i : i + 2] = [Sequential(*layers[i : i + 2])]
+    return fresh(f"random tree of widths {widths}"), layers[0]
 
 
 def _hint(got: list[str], want: list[str]) -> str:
@@ -109,6 +102,7 @@ def _listed(student: Callable[..., Any], model: Module, case: str) -> list[tuple
     try:
         pairs = [tuple(item) for item in out]
         ok = all(len(p) == 2 and isinstance(p[0], str) for p in pairs)
+        pairs = [(plain(n, what="a name", case=case), p) for n, p in pairs] if ok else pairs
     except TypeError:
         pairs, ok = [], False
     assert_true(
@@ -121,8 +115,8 @@ def _listed(student: Callable[..., Any], model: Module, case: str) -> list[tuple
 def check_named_parameters(named_parameters: Callable[..., Any]) -> str:
     """Exercise 04.1: (name, Parameter) pairs of a module tree, exactly as torch names them."""
     total = 0
-    for case, model in _models():
-        want = _torch_names(model)
+    for case, model in [*_models(), _fresh_model(fresh_rng("04.1"))]:
+        want = torch_named_parameters(model)
         got = _listed(named_parameters, model, case)
         got_names, want_names = [n for n, _ in got], [n for n, _ in want]
         assert_true(
@@ -138,4 +132,4 @@ def check_named_parameters(named_parameters: Callable[..., Any]) -> str:
                 "or their .data arrays.",
             )
         total += len(want)
-    return f"5 module trees, {total} parameters named and ordered like torch (tied ones once)"
+    return f"6 module trees (1 fresh), {total} parameters named and ordered like torch (tied once)"

@@ -13,9 +13,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
-from minitorch.checks.core import assert_true, grader
+from minitorch.checks.cases import Case, fresh, run_cases
+from minitorch.checks.compare import number
+from minitorch.checks.core import fresh_rng, grader
 
 __all__ = ["check_lr_schedule"]
 
@@ -75,29 +78,47 @@ def _hint(s: int, got: float, base: float, warmup: int, total: int, min_lr: floa
     return "Warmup: base * (s + 1) / warmup; then min_lr + (base - min_lr) * (1 + cos(pi p)) / 2."
 
 
+def _fresh_schedules(g: np.random.Generator, n: int) -> list[tuple[float, int, int, float]]:
+    out = []
+    for _ in range(n):
+        base, warmup = float(10 ** g.uniform(-4, 0)), int(g.integers(2, 20))
+        out.append((base, warmup, warmup + int(g.integers(5, 60)), base * float(g.uniform(0, 0.2))))
+    return out
+
+
+def _schedule(
+    lr_at: Callable[..., Any], sched: tuple[float, int, int, float], mark: Callable
+) -> int:
+    """Every step of one schedule, and 5 past its end, against torch (or the closed form)."""
+    base, warmup, total, min_lr = sched
+    want = _torch_lrs(base, warmup, total, min_lr) if warmup >= 2 else []
+    label = f"base {base:g}, warmup {warmup}, total {total}, min {min_lr:g}; step {{}}"
+
+    def read(got: Any, case: str) -> float:
+        return number(got, case=case, message=f"[{case}] return a float, got {type(got).__name__}.")
+
+    return run_cases(
+        lambda s: lr_at(s, base_lr=base, warmup_steps=warmup, total_steps=total, min_lr=min_lr),
+        [Case(mark(label.format(s)), (s,), want[s] if s < len(want) else
+              _closed_form(s, *sched)) for s in range(total + 6)],
+        read=read,
+        same=lambda got, truth: abs(got - truth) <= 1e-9 * max(abs(truth), 1e-12) + 1e-15,
+        message=lambda c, got, truth, _: (
+            f"[{c.label}] lr {got!r}, expected {truth!r}. " + _hint(c.args[0], got, *sched)),
+    )  # fmt: skip
+
+
 @grader(
     "04.4",
     blocks=("minitorch.optim.schedule:warmup_cosine", "minitorch.optim.schedule:WarmupCosine"),
 )
 def check_lr_schedule(lr_at: Callable[..., Any]) -> str:
     """Exercise 04.4: lr_at(step, ...) equals torch's chained warmup + cosine at every step."""
-    checked = 0
-    for base, warmup, total, min_lr in _CASES:
-        want = _torch_lrs(base, warmup, total, min_lr) if warmup >= 2 else []
-        for s in range(total + 6):
-            truth = want[s] if s < len(want) else _closed_form(s, base, warmup, total, min_lr)
-            got = lr_at(s, base_lr=base, warmup_steps=warmup, total_steps=total, min_lr=min_lr)
-            case = f"base {base:g}, warmup {warmup}, total {total}, min {min_lr:g}; step {s}"
-            try:
-                got = float(got)
-            except (TypeError, ValueError):
-                assert_true(False, f"[{case}] return a float, got {type(got).__name__}.")
-            assert_true(
-                abs(got - truth) <= 1e-9 * max(abs(truth), 1e-12) + 1e-15,
-                f"[{case}] lr {got!r}, expected {truth!r}. "
-                + _hint(s, got, base, warmup, total, min_lr),
-            )
-            checked += 1
+    schedules: list[tuple[tuple[float, int, int, float], Callable[[str], str]]]
+    schedules = [(c, str) for c in _CASES]
+    schedules += [(c, fresh) for c in _fresh_schedules(fresh_rng("04.4"), 2)]
+    checked = sum(_schedule(lr_at, sched, mark) for sched, mark in schedules)
     return (
-        f"{checked} steps over {len(_CASES)} schedules match torch's LinearLR + CosineAnnealingLR"
+        f"{checked} steps over {len(schedules)} schedules (2 fresh) match torch's LinearLR + "
+        "CosineAnnealingLR"
     )

@@ -1,4 +1,4 @@
-"""Shared pieces of the lab 02 graders: random expression programs, run three ways, and a
+"""Expression graphs for the autograd graders: random programs run three ways, and a
 ground-truth topological order written here (Kahn's algorithm), not taken from minitorch.
 
 A program is a list of instructions over earlier results, executed on reference ``Value`` s,
