@@ -9,28 +9,36 @@ notebook runs again so the exercises after it are still graded.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
 
-from nbformat import NotebookNode
-
+from minitorch.course.batch import course_identity, file_sha256, run_each
 from minitorch.course.build import grading_base
 from minitorch.course.notebook import (
-    Exercise,
     NotebookError,
-    a2s_meta,
     exercises,
     lab_of,
     read_notebook,
     tags,
 )
+from minitorch.course.rebuild import add_extra_checks, culprit_of, merge, neutralise
 from minitorch.course.runner import RunOptions, run_notebook
 from minitorch.course.scoring import exercise_status
 from minitorch.course.syllabus import Lab, repo_root
 
-__all__ = ["ExerciseResult", "SubmissionResult", "expand_paths", "grade_paths", "grade_submission"]
+__all__ = [
+    "ExerciseResult",
+    "SubmissionResult",
+    "expand_paths",
+    "grade_paths",
+    "grade_submission",
+]
 
 
 @dataclass(slots=True)
@@ -39,8 +47,13 @@ class ExerciseResult:
     title: str
     points: float
     max_points: float
-    status: str  # passed | failed | error | timeout | missing
+    status: str  # passed | failed | error | timeout | missing | tampered
     message: str
+    seconds: float | None = None  # run time of its exercise and check cells, if known
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ExerciseResult:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 @dataclass(slots=True)
@@ -51,9 +64,26 @@ class SubmissionResult:
     max_score: float = 0.0
     error: str | None = None
     exercises: list[ExerciseResult] = field(default_factory=list)
+    # audit: what was graded, by which course, when, how (docs/grading.md)
+    sha256: str | None = None  # of the submission file's bytes
+    course_version: str | None = None  # the algo2silicon distribution
+    course_commit: str | None = None  # git commit of the course checkout ("-dirty" if edited)
+    graded_at: str | None = None  # UTC, ISO 8601, when grading of this submission began
+    wall_time: float | None = None  # seconds spent grading it, reruns included
+    seed: int | None = None  # the grading seed of the random cases
+    isolation: str | None = None  # how the submission was isolated while it ran
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["exercises"] = data.pop("exercises")  # the long list last, audit fields first
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SubmissionResult:
+        """Read a result back from the JSON (unknown keys ignored, missing ones defaulted)."""
+        kw = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        kw["exercises"] = [ExerciseResult.from_dict(e) for e in data.get("exercises", [])]
+        return cls(**kw)
 
 
 def expand_paths(paths: list[str]) -> list[tuple[str, str | None]]:
@@ -71,52 +101,6 @@ def expand_paths(paths: list[str]) -> list[tuple[str, str | None]]:
         else:
             items.append((raw, None))
     return items
-
-
-def _merge(base: NotebookNode, submission: NotebookNode, exs: list[Exercise]) -> set[str]:
-    """Put the student's exercise cells into ``base``; return the ids of missing exercises."""
-    by_id = {c.get("id"): c for c in submission.cells if c.get("cell_type") == "code"}
-    by_ex = {
-        str(a2s_meta(c).get("exercise")): c
-        for c in submission.cells
-        if c.get("cell_type") == "code" and "exercise" in tags(c)
-    }
-    cells = {c.get("id"): c for c in base.cells}
-    missing = set()
-    for ex in exs:
-        student = by_id.get(ex.cell_id) or by_ex.get(ex.id)
-        if student is None:
-            missing.add(ex.id)
-        else:
-            cells[ex.cell_id].source = student.source
-    return missing
-
-
-def _neutralise(
-    nb: NotebookNode, cell_id: str, solution: NotebookNode, exercise: str | None
-) -> None:
-    """Replace a cell that hung or crashed: an exercise by its stub, anything else by a no-op."""
-    stubbed = {c.get("id"): c.source for c in grading_base(solution).cells}
-    for cell in nb.cells:
-        if cell.get("id") == cell_id:
-            if exercise is not None and "exercise" in tags(cell):
-                cell.source = stubbed[cell_id]
-            else:
-                cell.source = "# removed by the grader: this cell hung or crashed the kernel"
-    if exercise is not None:  # the exercise cell itself, when the check cell was the culprit
-        for cell in nb.cells:
-            if "exercise" in tags(cell) and str(a2s_meta(cell).get("exercise")) == exercise:
-                cell.source = stubbed[cell.get("id")]
-
-
-def _culprit(records: dict[str, dict], order: list[str]) -> str | None:
-    """The cell that hung without recovery or killed the kernel, if any."""
-    for i, cid in enumerate(order):
-        rec = records[cid]
-        later_dead = any(records[c]["kernel_dead"] for c in order[i + 1 :])
-        if rec["kernel_dead"] or (rec["timeout"] and later_dead):
-            return cid
-    return None
 
 
 def grade_submission(
@@ -138,56 +122,115 @@ def grade_submission(
         return result
     exs = exercises(solution)
     base = grading_base(solution)
-    missing = _merge(base, submission, exs)
+    missing = merge(base, submission, exs)
+    if opts.extra_checks:
+        add_extra_checks(base, lab.number, Path(opts.extra_checks))
     fixed: dict[str, tuple[str, str]] = {}  # exercise -> (status, message) decided by a rerun
     n_code = sum(c.cell_type == "code" for c in base.cells)
     deadline = time.monotonic() + opts.timeout  # one budget for the notebook, reruns included
+    seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(3), "little")
     for _attempt in range(len(exs) + 2):
-        left = RunOptions(
-            opts.cell_timeout, max(1.0, deadline - time.monotonic()), opts.memory_limit_mb
-        )
+        left = dataclasses.replace(opts, timeout=max(1.0, deadline - time.monotonic()), seed=seed)
         run = run_notebook(base, left, (lambda n: progress(n, n_code)) if progress else None)
-        culprit = _culprit(run.records, run.order)
+        culprit = culprit_of(run.records, run.order)
         if culprit is None or run.timed_out:
             break
         rec = run.records[culprit]
-        exercise = rec.get("exercise")
-        status = "timeout" if rec["timeout"] else "error"
+        exercise = rec.exercise
+        status = "timeout" if rec.timeout else "error"
         why = (
             f"exceeded the cell timeout of {opts.cell_timeout:g} s and could not be interrupted"
-            if rec["timeout"]
-            else rec["message"] or "the kernel died"
+            if rec.timeout
+            else rec.message or "the kernel died"
         )
         if exercise is not None:
             fixed.setdefault(str(exercise), (status, why))
-        _neutralise(base, culprit, solution, None if exercise is None else str(exercise))
+        neutralise(base, culprit, solution, None if exercise is None else str(exercise))
+    result.seed, result.isolation = run.seed, run.isolation
     if run.timed_out:
         result.error = f"grading stopped: the notebook exceeded --timeout={opts.timeout:g} s"
     setup = [run.records[c.id] for c in base.cells if "setup" in tags(c) and c.id in run.records]
-    bad = next((r for r in setup if r["outcome"] == "failed"), None)
+    bad = next((r for r in setup if r.outcome == "failed"), None)
     if bad is not None and not result.error:
-        why = f"{bad['ename']}: {bad['evalue']}" if bad["ename"] else bad["message"]
+        why = f"{bad.ename}: {bad.evalue}" if bad.ename else bad.message
         result.error = f"the course's setup cell failed, so nothing could be graded ({why}); "
         result.error += "run `a2s doctor`, or raise --memory-limit if it says MemoryError"
     for ex in exs:
-        status, message = exercise_status(ex, run.records, missing, fixed, run.timed_out)
+        status, message = exercise_status(
+            ex, run.records, missing, fixed, run.timed_out, run.verdicts
+        )
         if bad is not None and status != "passed":
             status, message = "error", "not graded: the setup cell failed (see the error above)"
         points = ex.points if status == "passed" else 0.0
-        result.exercises.append(ExerciseResult(ex.id, ex.title, points, ex.points, status, message))
+        cells = [run.records.get(c) for c in (ex.cell_id, ex.check_cell_id or "")]
+        seconds = round(sum(r.seconds for r in cells if r), 3)
+        result.exercises.append(
+            ExerciseResult(ex.id, ex.title, points, ex.points, status, message, seconds)
+        )
     result.score = sum(e.points for e in result.exercises)
     result.max_score = sum(e.max_points for e in result.exercises)
     return result
 
 
 def grade_paths(
-    paths: list[str], opts: RunOptions, root: Path | None = None, progress=None
+    paths: list[str],
+    opts: RunOptions,
+    root: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    jobs: int = 1,
+    previous: dict[str, dict] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_done: Callable[[SubmissionResult, list[SubmissionResult], bool], None] | None = None,
 ) -> list[SubmissionResult]:
-    """Grade every notebook named by ``paths`` (files or folders), one result each."""
-    results = []
-    for nb_path, problem in expand_paths(paths):
+    """Grade every notebook named by ``paths`` (files or folders), one result each, in order.
+
+    ``previous`` maps notebook paths to results of an earlier run: one whose ``sha256``
+    matches the file now is kept, not regraded (``--resume``). ``jobs`` notebooks are graded
+    at once, each in its own subprocess; ``progress(cells_done, cells)`` only when ``jobs``
+    is 1. ``on_done(result, finished, reused)`` is called, one call at a time, as each
+    result is ready, with every finished result so far in argument order.
+    """
+    root = root or repo_root()
+    items = expand_paths(paths)
+    # no kernel of the batch may see the batch: every submission and folder named is hidden
+    opts = dataclasses.replace(opts, hide=(*opts.hide, *paths, *(p for p, _ in items)))
+    version, commit = course_identity(root)
+    results: list[SubmissionResult | None] = [None] * len(items)
+    lock = threading.Lock()
+
+    def finish(i: int, res: SubmissionResult, reused: bool) -> None:
+        with lock:
+            results[i] = res
+            if on_done is not None:
+                on_done(res, [r for r in results if r is not None], reused)
+
+    todo = []
+    for i, (nb_path, problem) in enumerate(items):
+        sha = None if problem else file_sha256(nb_path)
+        old = (previous or {}).get(nb_path)
+        if sha is not None and old is not None and old.get("sha256") == sha:
+            finish(i, SubmissionResult.from_dict(old), True)
+        else:
+            todo.append((i, nb_path, problem, sha))
+
+    def work(k: int) -> None:
+        i, nb_path, problem, sha = todo[k]
+        began, t0 = datetime.now(UTC), time.monotonic()
+        if on_start is not None:
+            on_start(nb_path)
         if problem is not None:
-            results.append(SubmissionResult(notebook=nb_path, lab=None, error=problem))
-            continue
-        results.append(grade_submission(nb_path, opts, root, progress))
-    return results
+            res = SubmissionResult(notebook=nb_path, lab=None, error=problem)
+        else:
+            try:
+                res = grade_submission(nb_path, opts, root, progress if jobs <= 1 else None)
+            except Exception as exc:  # a grader bug must not cost the rest of the class
+                res = SubmissionResult(notebook=nb_path, lab=None)
+                res.error = f"the grader failed on this submission: {type(exc).__name__}: {exc}"
+        res.sha256, res.course_version, res.course_commit = sha, version, commit
+        res.graded_at = began.strftime("%Y-%m-%dT%H:%M:%SZ")
+        res.wall_time = round(time.monotonic() - t0, 2)
+        finish(i, res, False)
+
+    run_each(len(todo), jobs, work)
+    return [r for r in results if r is not None]

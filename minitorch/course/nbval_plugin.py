@@ -11,7 +11,6 @@ kernel that is gone; here the wait polls once a second and stops when the kernel
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -19,6 +18,8 @@ from queue import Empty
 from typing import Any
 
 import pytest
+
+from minitorch.course.records import CellRecord
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -53,8 +54,34 @@ def _patch_await_reply() -> None:
     RunningKernel.await_reply = await_reply
 
 
+_RESULTS: list[str] = []  # the records file, kept here and removed from the kernel's env
+
+
+def _patch_kernel_spec() -> None:
+    """Start kernels through the sealed launcher (:mod:`minitorch.course.sealed`)."""
+    import sys
+
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, NbvalKernelspecManager
+
+    original = NbvalKernelspecManager.get_kernel_spec
+
+    def get_kernel_spec(self: Any, kernel_name: str) -> Any:
+        spec = original(self, kernel_name)
+        if kernel_name == CURRENT_ENV_KERNEL_NAME:
+            launch = "from minitorch.course.sealed import main; main()"
+            spec.argv = [sys.executable, "-c", launch, "-f", "{connection_file}"]
+        return spec
+
+    NbvalKernelspecManager.get_kernel_spec = get_kernel_spec
+
+
 def pytest_configure(config: pytest.Config) -> None:
     _patch_await_reply()
+    results = os.environ.pop("A2S_RESULTS", None)  # the kernel inherits os.environ: not this
+    if results:
+        _RESULTS.append(results)
+    if os.environ.get("A2S_SEAL"):
+        _patch_kernel_spec()
 
 
 def _cuda_available() -> bool:
@@ -94,42 +121,38 @@ def _outputs(item: Any) -> tuple[str, str | None, str | None]:
     return "".join(text)[-4000:], ename, evalue
 
 
-def _record(item: Any, call: pytest.CallInfo) -> dict[str, Any]:
+def _record(item: Any, call: pytest.CallInfo) -> CellRecord:
     cell = item.cell
     meta = cell.get("metadata", {})
     stdout, ename, evalue = _outputs(item)
-    record = {
-        "id": cell.get("id"),
-        "exercise": (meta.get("a2s") or {}).get("exercise"),
-        "tags": list(meta.get("tags", [])),
-        "outcome": "passed",
-        "ename": ename,
-        "evalue": evalue,
-        "timeout": False,
-        "kernel_dead": False,
-        "message": "",
-        "stdout": stdout,
-        "seconds": round(call.duration, 3),
-    }
+    record = CellRecord(
+        id=cell.get("id"),
+        exercise=(meta.get("a2s") or {}).get("exercise"),
+        tags=list(meta.get("tags", [])),
+        ename=ename,
+        evalue=evalue,
+        stdout=stdout,
+        seconds=round(call.duration, 3),
+    )
     if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
-        record["outcome"] = "skipped"
+        record.outcome = "skipped"
     elif call.excinfo is not None:
         exc = call.excinfo.value
         text = _ANSI.sub("", str(exc.args[0] if exc.args else exc))
-        record["outcome"] = "failed"
-        record["message"] = text
-        record["timeout"] = text.startswith("Timeout of") or ename == "KeyboardInterrupt"
-        record["kernel_dead"] = isinstance(exc, KernelDied) or "Kernel dead" in text
-        if record["kernel_dead"] and not ename:
-            record["ename"] = "KernelDied"
+        record.outcome = "failed"
+        record.message = text
+        record.timeout = text.startswith("Timeout of") or ename == "KeyboardInterrupt"
+        record.kernel_dead = isinstance(exc, KernelDied) or "Kernel dead" in text
+        if record.kernel_dead and not ename:
+            record.ename = "KernelDied"
     return record
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     report = yield
-    path = os.environ.get("A2S_RESULTS")
+    path = _RESULTS[0] if _RESULTS else None
     if path and call.when == "call" and hasattr(item, "cell"):
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(_record(item, call)) + "\n")
+            fh.write(_record(item, call).to_json() + "\n")
     return report

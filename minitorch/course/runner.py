@@ -1,15 +1,18 @@
-"""Run one notebook under pytest + nbval in a subprocess and collect per-cell records.
+"""Run one notebook under pytest + nbval in a sandbox and collect cell records and verdicts.
 
-The notebook is written to a fresh temporary folder (the submission itself is never touched),
-a preamble cell caps the kernel's address space (``RLIMIT_AS``), and
-:mod:`minitorch.course.nbval_plugin` writes one JSON line per cell. A run that outlives
-``timeout`` is killed with its whole process group; the records written so far are kept.
+The notebook is written to a fresh temporary folder (the submission itself is never touched)
+beside a fresh copy of the course package. pytest, nbval and the kernel run inside the OS
+sandbox of :mod:`minitorch.course.sandbox`; the kernel is the sealed one of
+:mod:`minitorch.course.sealed` (memory cap, tamper hook, signed verdicts), configured through a
+file it deletes before any notebook code runs. :mod:`minitorch.course.nbval_plugin` writes one
+JSON line per cell (timeouts, crashes, output: diagnostics only; scores come from the signed
+verdicts). A run that outlives ``timeout`` is killed with everything it started.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,16 +26,14 @@ import nbformat
 from nbformat import NotebookNode
 
 from minitorch.course.notebook import dumps
+from minitorch.course.records import CellRecord
+from minitorch.course.sandbox import course_copy, isolation_level, sandboxed
+from minitorch.course.syllabus import repo_root
+from minitorch.course.verdicts import Verdicts, new_seal, read_verdicts
 
 __all__ = ["RunOptions", "RunResult", "run_notebook"]
 
-PREAMBLE_ID = "a2s-grader-preamble"
-_PREAMBLE = """\
-# added by the a2s grader: cap the kernel's memory (address space)
-import resource as _a2s_resource
-_a2s_resource.setrlimit(_a2s_resource.RLIMIT_AS, ({limit}, {limit}))
-del _a2s_resource
-"""
+_SEAL_ENV = "A2S_SEAL"
 
 
 @dataclass(slots=True)
@@ -42,24 +43,62 @@ class RunOptions:
     cell_timeout: float = 60.0  # seconds per cell
     timeout: float = 900.0  # seconds for the whole notebook, reruns included
     memory_limit_mb: int = 4096  # kernel address-space cap; torch alone takes ~0.8 GB
+    seed: int | None = None  # the fresh cases' seed ($A2S_SEED in the kernel); None: random
+    hide: tuple[str, ...] = ()  # more files and folders the kernel must not see (the batch)
+    extra_checks: str | None = None  # an instructor's folder of hidden checks (labNN.py)
 
 
 @dataclass(slots=True)
 class RunResult:
-    records: dict[str, dict] = field(default_factory=dict)  # cell id -> record
+    records: dict[str, CellRecord] = field(default_factory=dict)  # cell id -> record
     order: list[str] = field(default_factory=list)  # cell ids in execution order
     timed_out: bool = False  # the whole run hit RunOptions.timeout
     returncode: int | None = None
     log: str = ""
+    verdicts: Verdicts = field(default_factory=Verdicts)
+    isolation: str = "none"
+    seed: int = 0
 
 
-def with_preamble(nb: NotebookNode, memory_limit_mb: int) -> NotebookNode:
-    limit = int(memory_limit_mb) * 1024 * 1024
-    cell = nbformat.v4.new_code_cell(_PREAMBLE.format(limit=limit))
-    cell["id"] = PREAMBLE_ID
+def _preload(nb: NotebookNode, extra: bool) -> list[str]:
+    """Modules the sealed kernel imports before the snapshot: numpy, the lab's graders."""
+    lab = str(nb.metadata.get("a2s", {}).get("lab", ""))
+    if not lab.isdigit():
+        return ["numpy"]
+    return ["numpy", f"minitorch.checks.lab{lab}", *([f"a2s_extra.lab{lab}"] if extra else [])]
+
+
+def _copy_extra(folder: Path, course: Path) -> bool:
+    """Put the instructor's hidden checks beside the course copy as package ``a2s_extra``."""
+    if not folder.is_dir():
+        return False
+    target = course / "a2s_extra"
+    shutil.copytree(folder, target, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    (target / "__init__.py").touch()
+    return True
+
+
+def _seal_cells(nb: NotebookNode) -> tuple[NotebookNode, dict[str, str]]:
+    """Course cells become ``__a2s_cell__("id")``: the sealed kernel runs their code itself."""
     out = nbformat.from_dict(nb)
-    out.cells = [cell, *out.cells]
-    return out
+    cells = {}
+    for cell in out.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.get("cell_type") == "code" and "exercise" not in tags and cell.source.strip():
+            cells[cell["id"]] = cell.source
+            cell.source = f"__a2s_cell__({cell['id']!r})"
+    return out, cells
+
+
+def _hidden(extra: tuple[str, ...]) -> list[Path]:
+    """What the kernel must not see: the checkout's solutions, labs, tests, package, history."""
+    try:
+        root = repo_root()
+    except FileNotFoundError:
+        root = None
+    names = ("solutions", "labs", "tests", "minitorch", ".git", "grades")
+    paths = [root / n for n in names] if root else []
+    return paths + [Path(p) for p in extra]
 
 
 def _command(nb_path: Path, ini: Path, opts: RunOptions) -> list[str]:
@@ -71,16 +110,11 @@ def _command(nb_path: Path, ini: Path, opts: RunOptions) -> list[str]:
     ]  # fmt: skip
 
 
-def _read_records(path: Path) -> list[dict]:
+def _read_records(path: Path) -> list[CellRecord]:
     if not path.exists():
         return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line cut short by a kill
-    return rows
+    rows = (CellRecord.from_json(ln) for ln in path.read_text(encoding="utf-8").splitlines())
+    return [r for r in rows if r is not None]  # a line cut short by a kill is skipped
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -96,46 +130,61 @@ def run_notebook(
     opts: RunOptions,
     progress: Callable[[int], None] | None = None,
 ) -> RunResult:
-    """Execute ``nb`` (with the preamble) and return each cell's record by id.
+    """Execute ``nb`` in the sandbox and sealed kernel; return cell records and verdicts.
 
     ``progress(n)`` is called with the number of cells finished so far.
     """
+    result = RunResult(isolation=isolation_level())
+    result.seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(3), "little")
     with tempfile.TemporaryDirectory(prefix="a2s-grade-") as tmp:
         folder = Path(tmp)
         nb_path = folder / "submission.ipynb"
-        nb_path.write_text(dumps(with_preamble(nb, opts.memory_limit_mb)), encoding="utf-8")
+        sealed_nb, cells = _seal_cells(nb)
+        nb_path.write_text(dumps(sealed_nb), encoding="utf-8")
         ini = folder / "pytest.ini"
         ini.write_text("[pytest]\naddopts =\n", encoding="utf-8")
         results = folder / "cells.jsonl"
-        env = {**os.environ, "A2S_RESULTS": str(results), "MPLBACKEND": "Agg"}
+        course = course_copy(folder)
+        extra = _copy_extra(Path(opts.extra_checks), course) if opts.extra_checks else False
+        seal = new_seal(folder, opts.memory_limit_mb, _preload(nb, extra), cells)
+        env = {
+            **os.environ, "A2S_RESULTS": str(results), "MPLBACKEND": "Agg",
+            _SEAL_ENV: str(seal.config), "A2S_SEED": str(result.seed),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(course), os.getenv("PYTHONPATH")])),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }  # fmt: skip
         env.pop("PYTEST_ADDOPTS", None)
+        command = sandboxed(
+            _command(nb_path, ini, opts), folder, course, _hidden(opts.hide), result.isolation
+        )
         log = folder / "pytest.log"
         with log.open("w") as log_fh:
             proc = subprocess.Popen(
-                _command(nb_path, ini, opts), cwd=folder, env=env, stdout=log_fh,
+                command, cwd=folder, env=env, stdout=log_fh,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )  # fmt: skip
-            result = RunResult()
             deadline = time.monotonic() + opts.timeout
             seen = -1
-            while proc.poll() is None:
-                if time.monotonic() > deadline:
-                    result.timed_out = True
+            try:
+                while proc.poll() is None:
+                    if time.monotonic() > deadline:
+                        result.timed_out = True
+                        break
+                    if progress is not None:
+                        n = len(_read_records(results))
+                        if n != seen:
+                            seen = n
+                            progress(n)
+                    time.sleep(0.2)
+            finally:  # a timeout, Ctrl+C or an error here: nothing the run started survives
+                if proc.poll() is None:
                     _kill(proc)
-                    break
-                if progress is not None:
-                    n = len(_read_records(results))
-                    if n != seen:
-                        seen = n
-                        progress(max(0, n - 1))  # minus the preamble
-                time.sleep(0.2)
         result.returncode = proc.returncode
         for row in _read_records(results):
-            if row.get("id") == PREAMBLE_ID:
-                continue
-            result.records[row["id"]] = row
-            result.order.append(row["id"])
+            result.records[row.id] = row
+            result.order.append(row.id)
         if progress is not None:
-            progress(len(result.order))  # the preamble is not in order
+            progress(len(result.order))
+        result.verdicts = read_verdicts(seal)
         result.log = log.read_text(encoding="utf-8", errors="replace")[-4000:]
     return result

@@ -20,19 +20,35 @@ def _nb(*cells: tuple[str, str, list[str]]) -> nbformat.NotebookNode:
     return nb
 
 
+def _cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 def test_records_outcomes_by_cell_id_and_skips_gpu_cells() -> None:
     nb = _nb(
         ("ok", "print('hi')", []),
         ("boom", "raise ValueError('bad input')", []),
-        ("cuda", "import torch\nassert torch.cuda.is_available()", ["gpu"]),
-        ("after", "x = 1", []),
+        ("cuda", "import torch\nassert torch.cuda.is_available()\nran_gpu = True", ["gpu"]),
+        ("after", "print('gpu cell ran:', 'ran_gpu' in globals())", []),
         ("hog", "import numpy as np\nnp.ones(10**10)", []),
     )
     run = run_notebook(nb, RunOptions(cell_timeout=30, timeout=120, memory_limit_mb=2048))
     recs = run.records
-    assert recs["ok"]["outcome"] == "passed" and "hi" in recs["ok"]["stdout"]
-    assert recs["boom"]["ename"] == "ValueError" and recs["boom"]["evalue"] == "bad input"
-    assert recs.get("cuda", {"outcome": "skipped"})["outcome"] == "skipped"
-    assert recs["after"]["outcome"] == "passed"
-    assert recs["hog"]["ename"] == "MemoryError"  # 80 GB against a 2 GB cap
+    assert not run.timed_out
+    assert recs["ok"].outcome == "passed" and "hi" in recs["ok"].stdout
+    assert recs["boom"].outcome == "failed"
+    assert recs["boom"].ename == "ValueError" and recs["boom"].evalue == "bad input"
+    assert recs["after"].outcome == "passed"  # a failed cell does not stop the run
+    if _cuda():
+        assert recs["cuda"].outcome == "passed"
+        assert "gpu cell ran: True" in recs["after"].stdout
+    else:  # skipped: never executed (no record, or a "skipped" one)
+        assert "cuda" not in recs or recs["cuda"].outcome == "skipped"
+        assert "gpu cell ran: False" in recs["after"].stdout
+    assert recs["hog"].outcome == "failed"
+    assert recs["hog"].ename == "MemoryError"  # 80 GB against a 2 GB cap
     assert "a2s-grader-preamble" not in recs
+    expected = ["ok", "boom", *(["cuda"] if _cuda() else []), "after", "hog"]
+    assert [c for c in run.order if recs[c].outcome != "skipped"] == expected

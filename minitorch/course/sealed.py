@@ -1,0 +1,252 @@
+"""The sealed grading kernel: verdicts that code in an exercise cell cannot forge or alter.
+
+``a2s grade`` starts each notebook's kernel through this launcher instead of
+``ipykernel_launcher``. Before any notebook code runs it
+
+1. reads its configuration (a per-run secret key, the verdict file, the memory cap, the
+   modules to preload) from a file that it deletes at once;
+2. caps the address space (``RLIMIT_AS``) and imports the lab's graders, numpy and torch;
+3. takes a *snapshot* of everything a verdict depends on: every function, class and module
+   bound in the course's modules, numpy, torch, ``builtins``, ``math`` and friends, the
+   code, defaults and closure cells of the course's functions, the methods of its classes;
+4. installs an audit hook (``sys.addaudithook``: it cannot be removed, and it runs before
+   anything the notebook can register) that
+   * vetoes and records tampering by student code: swapping a course function's code,
+     reading it during a check, creating functions or code objects, ``gc`` introspection,
+     frame access during a guarded call, profilers and tracers other than the guard's,
+     ``ctypes``, ``exec``/``compile`` from a notebook cell, opening the verdict file or
+     ``/proc/*/mem``;
+   * on the event ``a2s.verdict`` raised by the genuine check wrapper (checked by code
+     identity of the two calling frames), compares the world with the snapshot and writes
+     one line ``{seq, exercise, status, message}`` signed with HMAC-SHA256 to the verdict
+     file. After any tampering every later verdict says ``tampered``.
+
+The key lives only inside an OpenSSL HMAC object referenced by the hook's closure, which
+no Python code can reach without ``gc`` (vetoed). Where the line is: code that patches
+memory through a native extension of its own, or an interpreter bug, is out of reach of any
+in-process check; the OS sandbox (:mod:`minitorch.course.sandbox`) bounds what it can touch.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+_PREFIXES = ("minitorch", "numpy", "torch")
+_EXTRA = ("builtins", "math", "operator", "functools", "itertools", "json", "hmac", "os", "re")
+_RUNNERS = frozenset({"code", "codeop", "runpy", "types"})  # stdlib that runs code you pass
+_QUIET = frozenset({"builtins.id", "import", "os.listdir", "os.scandir", "socket.__new__"})
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+_ALWAYS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")
+_STUDENT = (
+    "code.__new__", "function.__new__", "exec", "compile", "sys.setprofile", "sys.settrace",
+    "marshal.loads", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.string_at",
+    "ctypes.wstring_at", "ctypes.addressof", "ctypes.call_function", "ctypes.create_string_buffer",
+    "ctypes.PyObj_FromPtr", "ctypes.seh_exception", "ctypes.get_errno",
+)  # fmt: skip
+
+
+def _install(config: dict, verdict_fd: int) -> None:
+    """Build the snapshot and install the hook; nothing it holds is reachable afterwards."""
+    import hmac
+    import importlib
+    import json
+    import os
+
+    from minitorch.course.snapshot import changes, snapshot, trusted_roots
+
+    for name in config.get("preload", []):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    course_codes, run_cell = _course_cells(config.get("cells", {}))
+    builtins = importlib.import_module("builtins")
+    setattr(builtins, "__a2s_cell__", run_cell)  # noqa: B010 - before the snapshot
+    core = importlib.import_module("minitorch.checks.core")
+    watch = importlib.import_module("minitorch.checks.watch")
+    guard = importlib.import_module("minitorch.checks.guard")
+    names = [m for m in sys.modules if m.split(".")[0] in _PREFIXES or m in _EXTRA]
+    mods, funcs, classes = snapshot([sys.modules[m] for m in names if sys.modules.get(m)])
+    protected = frozenset(id(f[0]) for f in funcs)
+    verdict_code = core._verdict.__code__
+    wrapper_code = core.grader("00.0")(lambda s: "").__code__  # every check wrapper's code
+    guard_code = core._Guarded.__call__.__code__
+    blocked_code = guard.blocked.__wrapped__.__code__
+    watch_code = watch.Watch.active.__wrapped__.__code__
+    mac = hmac.new(bytes.fromhex(config["key"]), digestmod="sha256")
+    verdict_path = os.path.realpath(config["verdicts"])
+    dumps, write, getframe, realpath = json.dumps, os.write, sys._getframe, os.path.realpath
+    stdlib = frozenset(sys.stdlib_module_names)
+    trusted = trusted_roots()
+    flags: list[str] = []  # tampering seen so far: every later verdict says "tampered"
+    seq = [0]  # verdicts signed so far
+    busy = [False]  # the hook's own operations raise events too: ignore them
+    files: dict[str, bool] = {}
+
+    def kind(frame) -> str:
+        """student | course | stdlib | library, by the frame's module *and* file."""
+        if frame.f_code in course_codes:
+            return "course"
+        g = frame.f_globals
+        name = g.get("__name__") or "__main__"
+        if name == "__main__":
+            return "student"
+        filename = frame.f_code.co_filename
+        ok = files.get(filename)
+        if ok is None:
+            ok = files[filename] = filename.startswith("<frozen ") or realpath(filename).startswith(
+                trusted
+            )
+        if not ok:  # generated code (dataclasses): only in its genuine module's globals
+            module = sys.modules.get(name)
+            if filename != "<string>" or module is None or vars(module) is not g:
+                return "student"
+        top = name.split(".")[0]
+        return "course" if top == "minitorch" else "stdlib" if top in stdlib else "library"
+
+    def origin(frame) -> str:
+        while frame is not None and kind(frame) == "stdlib":
+            frame = frame.f_back
+        return "library" if frame is None else kind(frame)
+
+    def in_guarded_student_code(frame) -> bool:
+        student = False
+        while frame is not None:
+            if frame.f_code is guard_code:
+                return student
+            student = student or kind(frame) == "student"
+            frame = frame.f_back
+        return False
+
+    def flag(what: str) -> None:
+        flags.append(what)
+        raise RuntimeError(f"a2s grader: {what} is not allowed while grading")
+
+    def emit(exercise: str, status: str, message: str) -> None:
+        seq[0] += 1
+        body = dumps([seq[0], exercise, status, message], ensure_ascii=True)
+        signer = mac.copy()
+        signer.update(body.encode("ascii"))
+        write(verdict_fd, (dumps({"v": body, "mac": signer.hexdigest()}) + "\n").encode())
+
+    def verdict(args: tuple, frame) -> None:
+        if frame.f_code is not verdict_code or frame.f_back.f_code is not wrapper_code:
+            flag("raising a verdict event outside the course's check")
+        exercise, status, message = (str(a) for a in args[:3])
+        found = flags + changes(mods, funcs, classes, trusted)
+        if found:
+            status, message = "tampered", "; ".join(dict.fromkeys(found))[:600]
+        emit(exercise, status, message)
+
+    def dispatch(event: str, args: tuple, frame) -> None:
+        if event == "a2s.verdict":
+            verdict(args, frame)
+        elif event == "object.__setattr__":
+            if id(args[0]) in protected and frame.f_code is not blocked_code:
+                flag(f"changing {args[1]} of the course's function {args[0].__qualname__}")
+        elif event == "object.__getattr__":
+            if args[1] in _FRAME_ATTRS and in_guarded_student_code(frame):
+                flag("frame access from code under check")
+            elif (
+                args[1] == "__code__"
+                and id(args[0]) in protected
+                and (kind(frame) == "student" or in_guarded_student_code(frame))
+            ):
+                flag(f"reading the code of the course's function {args[0].__qualname__}")
+        elif event == "sys._getframe":
+            if in_guarded_student_code(frame):
+                flag("frame access from code under check")
+        elif event in _ALWAYS:
+            if origin(frame) == "student":
+                flag(f"{event}()")
+        elif event in ("sys.setprofile", "sys.settrace"):
+            if frame.f_code is not watch_code and origin(frame) == "student":
+                flag(f"{event}()")
+        elif event in _STUDENT or event.startswith("ctypes."):
+            caller = frame.f_globals.get("__name__")  # importlib, dataclasses: on your behalf
+            if kind(frame) == "student" or (caller in _RUNNERS and origin(frame) == "student"):
+                flag(f"{event}()")
+        elif event == "open" and isinstance(args[0], str):
+            path = args[0]
+            if path.startswith("/proc/") and path.endswith("/mem"):
+                flag(f"opening {path}")
+            elif realpath(path) == verdict_path:
+                flag("opening the grader's verdict file")
+
+    def hook(event: str, args: tuple) -> None:
+        if busy[0] or event in _QUIET:
+            return
+        busy[0] = True
+        try:
+            try:
+                frame = getframe(1)
+            except ValueError:  # raised from C with no Python frame above
+                return
+            dispatch(event, args, frame)
+        finally:
+            busy[0] = False
+
+    del config
+    sys.addaudithook(hook)
+
+
+def _course_cells(cells: dict[str, str]) -> tuple[frozenset, object]:
+    """Compile the course's own cells now; return their code objects and the cell runner.
+
+    In the graded notebook each course cell reads ``__a2s_cell__("id")``: its code runs from
+    here, compiled before any student code, so it is known by identity (with every function
+    it defines) and no input transformer or rebinding of the student's can alter it.
+    """
+    import sys
+    import types
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    plain = TransformerManager().transform_cell
+    compiled = {cid: compile(plain(src), f"<a2s course cell {cid}>", "exec") for cid, src in
+                cells.items()}  # fmt: skip
+    codes: set = set()
+    todo = list(compiled.values())
+    while todo:
+        code = todo.pop()
+        codes.add(code)
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    getframe = sys._getframe
+
+    def run_cell(cell_id: str) -> None:
+        """Run the course cell ``cell_id`` in the notebook's namespace."""
+        exec(compiled[cell_id], getframe(1).f_globals)
+
+    return frozenset(codes), run_cell
+
+
+def main() -> None:
+    """Entry point: ``python -c "from minitorch.course.sealed import main; main()" -f FILE``.
+
+    Not ``-m``: the launcher's own module must be ``minitorch.course.sealed``, not __main__.
+    """
+    import json
+    import os
+    import resource
+
+    path = os.environ.pop("A2S_SEAL", None)
+    if path is None:
+        raise SystemExit("a2s sealed kernel: A2S_SEAL is not set (run through `a2s grade`)")
+    with open(path, encoding="utf-8") as fh:
+        config = json.load(fh)
+    os.unlink(path)
+    limit = int(config.get("memory_limit", 0))
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    verdict_fd = os.open(config["verdicts"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    _install(config, verdict_fd)
+    del config
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()
+
+
+if __name__ == "__main__":
+    main()
