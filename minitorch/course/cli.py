@@ -1,4 +1,5 @@
-"""The ``a2s`` command: list, build, execute, check, grade, report, doctor, bench.
+"""The ``a2s`` command: list, build, execute, check, grade, report, similarity, release,
+doctor, bench.
 
 Exit codes: 0 success, 1 a check/comparison did not pass, 2 a usage error (bad argument,
 unknown lab, unreadable input for commands that take one input).
@@ -8,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from minitorch.course import commands
+from minitorch.course.gradebook import DEFAULT_PATTERN
+from minitorch.course.release import DEFAULT_IMAGE
 
 __all__ = ["main"]
 
@@ -24,8 +28,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _positive(kind: type) -> callable:
-    def parse(text: str):
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
@@ -86,16 +90,52 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("grade", help="grade notebooks (or folders of them) into JSON/JUnit")
     s.add_argument("paths", nargs="+", metavar="PATH", help="submission notebooks or folders")
-    s.add_argument("--json", required=True, metavar="OUT", help="write results JSON here")
+    s.add_argument("--json", required=True, metavar="OUT",
+                   help="results JSON, rewritten as each submission finishes")  # fmt: skip
     s.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML")
-    s.add_argument("--fail-under", type=_percent, metavar="PCT", help="exit 1 if any score < PCT%%")
+    s.add_argument("--fail-under", type=_percent, metavar="PCT",
+                   help="exit 1, naming them, if any submission scores < PCT%%")  # fmt: skip
+    s.add_argument("--jobs", type=_positive(int), default=1, metavar="N",
+                   help="grade N submissions at once (1)")  # fmt: skip
+    s.add_argument("--resume", action="store_true",
+                   help="keep results in --json whose file has the same SHA-256")  # fmt: skip
+    s.add_argument("--seed", type=int, metavar="N",
+                   help="seed of the fresh random cases (default: new each run)")  # fmt: skip
+    s.add_argument("--extra-checks", metavar="DIR",
+                   help="an instructor's folder of hidden checks (labNN.py), kept out of the "
+                        "student repository")  # fmt: skip
+    _pattern(s)
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     _limits(s)
 
-    s = sub.add_parser("report", help="skill matrix, level and profile from a grading JSON")
-    s.add_argument("results", metavar="RESULTS.json")
+    s = sub.add_parser("report", help="skill matrix and level, or a class gradebook, from JSON")
+    s.add_argument("results", nargs="+", metavar="RESULTS.json", help="grading JSON file(s)")
     s.add_argument("--profile", choices=["compiler", "training", "intern"])
     s.add_argument("--png", metavar="FILE", help="write the radar chart here")
+    s.add_argument("--by-student", action="store_true",
+                   help="a gradebook, a skill line per student and class statistics")  # fmt: skip
+    _pattern(s)
+    s.add_argument("--labs", metavar="NN,NN", help="the labs that count (default: those graded)")
+    s.add_argument("--csv", metavar="FILE", help="write the gradebook as CSV (a class view)")
+    s.add_argument("--png-dir", metavar="DIR", help="write each student's radar chart here")
+    s.add_argument("--stats-png", metavar="FILE", help="write the per-exercise outcome chart")
+    s.add_argument("--exercise", metavar="ID",
+                   help="only say whether exercise ID passed: exit 0 if so, else 1")  # fmt: skip
+
+    s = sub.add_parser("similarity", help="(instructors) submissions with the same exercise code")
+    s.add_argument("paths", nargs="+", metavar="PATH", help="submission notebooks or folders")
+    _pattern(s)
+    s.add_argument("--csv", metavar="FILE", help="also write one row per matching exercise")
+    s.add_argument("--min-size", type=_positive(int), default=20, metavar="N",
+                   help="compare only cells adding N+ syntax nodes to the stub (20)")  # fmt: skip
+
+    s = sub.add_parser("release", help="(instructors) write the student template repository")
+    s.add_argument("out_dir", metavar="OUT_DIR", help="an empty or new folder")
+    s.add_argument("--labs", metavar="NN,NN", help="the assignment's labs (default: all written)")
+    s.add_argument("--image", default=DEFAULT_IMAGE, metavar="IMAGE",
+                   help="the grading container image the workflow runs in")  # fmt: skip
+    s.add_argument("--course-url", default="COURSE_REPO_URL", metavar="URL",
+                   help="the course's git URL, for the install line in the README")  # fmt: skip
 
     s = sub.add_parser("doctor", help="check Python, torch, gloo, BLAS, cores, the Jupyter kernel")
     s.add_argument("--no-kernel", action="store_true", help="skip starting a kernel")
@@ -104,6 +144,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("lab", nargs="?", metavar="LAB", help="only this lab")
     s.add_argument("--json", metavar="OUT", help="also write figures as JSON")
     return p
+
+
+def _student_pattern(text: str) -> str:
+    if text.count("<student>") != 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must hold <student> once, e.g. submissions/<student>/"
+        )
+    return text
+
+
+def _pattern(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--student-pattern", type=_student_pattern, default=DEFAULT_PATTERN,
+                   metavar="PAT", help="the student's place in a path (%(default)s)")  # fmt: skip
 
 
 def _limits(s: argparse.ArgumentParser) -> None:

@@ -7,7 +7,10 @@ exercises the same way. The weighted total is
 $$T = \\frac{\\sum_{s,d} w_s\\, w_d\\, S_{s,d}}{\\sum_{s,d \\text{ assessed}} w_s\\, w_d}$$
 
 over the assessed cells only, with the dimension weights of the chosen profile. Levels:
-S >= 8, A >= 6, B >= 4, C >= 2, else D.
+S >= 8, A >= 6, B >= 4, C >= 2, else D, and a level describes only what was assessed. The
+coverage $C = \\sum_{s,d \\text{ assessed}} w_s\\, w_d$ is the share of the course's weight
+that graded exercises cover; $C \\cdot T$ is the score over the whole course with everything
+unassessed counted as 0.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 from minitorch.course.notebook import NotebookError, exercises, read_notebook
 from minitorch.course.syllabus import DIMENSIONS, PROFILES, SUBJECTS, find_lab
 
-__all__ = ["SkillReport", "level", "skill_report"]
+__all__ = ["SkillReport", "level", "save_radar", "skill_report"]
 
 
 def level(score: float) -> str:
@@ -35,26 +38,48 @@ class SkillReport:
     subjects: dict[str, float | None]
     dimensions: dict[str, float | None]
     matrix: dict[tuple[str, str], float]
-    total: float
-    level: str
+    total: float  # over the assessed cells only
+    level: str  # of ``total``; "n/a" when nothing was assessed
+    coverage: float = 0.0  # share of the course's weight that was assessed, 0..1
     profile: str | None = None
     profile_value: float | None = None
     profile_threshold: float | None = None
     profile_met: bool | None = None
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def course_total(self) -> float:
+        """The score over the whole course, unassessed weight counted as 0."""
+        return self.total * self.coverage
+
+    @property
+    def unassessed(self) -> list[str]:
+        return [SUBJECTS[k][0] for k, v in self.subjects.items() if v is None]
+
+    def summary(self) -> str:
+        """One line: the score and level over what was assessed, and how much that is."""
+        if not self.coverage:
+            return "nothing assessed yet: no level"
+        return (f"{self.total:.1f}/10, level {self.level}, over the {self.coverage:.1%} "
+                "of the course's weight assessed so far")  # fmt: skip
+
     def lines(self) -> list[str]:
-        out = ["subject                               score"]
+        out = [f"{'subject':<37}{'score':>12}"]
         for key, (label, w) in SUBJECTS.items():
             v = self.subjects[key]
-            out.append(f"  {label:<34} {'  n/a' if v is None else f'{v:5.1f}'}   (weight {w:.0%})")
+            shown = "not assessed" if v is None else f"{v:.1f}"
+            out.append(f"  {label:<34} {shown:>12}  (weight {w:.0%})")
         out.append("dimension")
         for key, (label, _w) in DIMENSIONS.items():
             v = self.dimensions[key]
-            out.append(f"  {label:<34} {'  n/a' if v is None else f'{v:5.1f}'}")
+            out.append(f"  {label:<34} {'not assessed' if v is None else f'{v:.1f}':>12}")
         out.append(
-            f"weighted total                        {self.total:5.1f} / 10   level {self.level}"
+            f"weighted total over what was assessed {self.total:.1f} / 10, level {self.level}"
         )
+        out.append(f"  assessed: {self.coverage:.1%} of the course's weight; the level "
+                   "describes that part only")  # fmt: skip
+        out.append(f"  over the whole course (not assessed counts 0): "
+                   f"{self.course_total:.1f} / 10")  # fmt: skip
         if self.profile:
             verdict = "met" if self.profile_met else "NOT met"
             shown = "n/a" if self.profile_value is None else f"{self.profile_value:.1f}"
@@ -83,8 +108,12 @@ def skill_report(results: dict, root: Path, profile: str | None = None) -> Skill
         if profile
         else {k: w for k, (_l, w) in DIMENSIONS.items()}
     )
-    by_s, by_d, by_cell, by_layer = (defaultdict(list) for _ in range(4))
-    notes, meta_cache = [], {}
+    by_s: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
+    by_d: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
+    by_cell: defaultdict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    by_layer: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
+    notes: list[str] = []
+    meta_cache: dict[str, dict[str, tuple[str, str, str]] | None] = {}
     for res in results.get("results", []):
         if not res.get("lab"):
             notes.append(f"{res.get('notebook')}: not graded ({res.get('error')})")
@@ -95,27 +124,28 @@ def skill_report(results: dict, root: Path, profile: str | None = None) -> Skill
             except (KeyError, FileNotFoundError, NotebookError):
                 notes.append(f"{res.get('notebook')}: lab {res['lab']!r} has no notebook here")
                 meta_cache[res["lab"]] = None
-        if meta_cache[res["lab"]] is None:
+        meta = meta_cache[res["lab"]]
+        if meta is None:
             continue
         for ex in res.get("exercises", []):
-            subject, dim, layer = meta_cache[res["lab"]].get(
-                ex["id"], ("fundamentals", "hands-on", "0")
-            )
+            subject, dim, layer = meta.get(ex["id"], ("fundamentals", "hands-on", "0"))
             pair = (float(ex["points"]), float(ex["max_points"]))
             by_s[subject].append(pair)
             by_d[dim].append(pair)
             by_cell[(subject, dim)].append(pair)
             by_layer[layer].append(pair)
-    matrix = {cell: _score(p) for cell, p in by_cell.items() if _score(p) is not None}
+    matrix = {cell: s for cell, p in by_cell.items() if (s := _score(p)) is not None}
     weights = {c: SUBJECTS[c[0]][1] * dim_w.get(c[1], 0.0) for c in matrix}
     norm = sum(weights.values())
+    whole = sum(w for _l, w in SUBJECTS.values()) * sum(dim_w.values())
     total = sum(weights[c] * matrix[c] for c in matrix) / norm if norm else 0.0
     rep = SkillReport(
         subjects={k: _score(by_s[k]) for k in SUBJECTS},
         dimensions={k: _score(by_d[k]) for k in DIMENSIONS},
         matrix=matrix,
         total=total,
-        level=level(total),
+        level=level(total) if norm else "n/a",
+        coverage=norm / whole if whole else 0.0,
         notes=notes,
     )
     if profile:
@@ -136,3 +166,21 @@ def _apply_profile(rep: SkillReport, key: str, by_layer: dict) -> None:
     rep.profile_met = value is not None and value >= prof.threshold
     if value is None:
         rep.notes.append(f"profile {prof.title}: no graded exercise covers {prof.on}")
+
+
+def save_radar(rep: SkillReport, path: Path, who: str | None = None) -> None:
+    """Write the radar chart of ``rep`` as a PNG: unassessed subjects drawn as gaps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from minitorch.viz.report import plot_skill_radar
+
+    scores = {SUBJECTS[k][0]: v for k, v in rep.subjects.items()}
+    weights = {SUBJECTS[k][0]: w for k, (_l, w) in SUBJECTS.items()}
+    title = f"skill profile of {who}" if who else "skill profile"
+    fig = plot_skill_radar(scores, title, weights=weights, summary=rep.summary())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

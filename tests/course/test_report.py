@@ -94,3 +94,75 @@ def test_cli_report_writes_radar(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert "weighted total" in out and "AI compiler engineer" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ----------------------------------------------------------------- coverage and the radar
+def test_level_is_over_what_was_assessed_and_says_how_much() -> None:
+    rep = skill_report(_results(1, 2), ROOT)
+    # lab 00 covers architecture x breadth and architecture x depth: 0.15 x (0.2 + 0.3)
+    assert rep.coverage == pytest.approx(0.15 * 0.5)
+    assert rep.total == pytest.approx(10.0) and rep.level == "S"
+    assert rep.course_total == pytest.approx(0.75)
+    text = "\n".join(rep.lines())
+    assert "7.5% of the course's weight" in text and "describes that part only" in text
+    assert "over the whole course (not assessed counts 0): 0.8 / 10" in text
+    assert "7.5%" in rep.summary() and "level S" in rep.summary()
+    assert "distributed training/HPC" in rep.unassessed
+
+
+def test_nothing_assessed_has_no_level() -> None:
+    data = {"version": 1, "results": [{"notebook": "x", "lab": None, "score": 0, "max_score": 0,
+                                       "error": "not a notebook", "exercises": []}]}  # fmt: skip
+    rep = skill_report(data, ROOT)
+    assert rep.coverage == 0 and rep.level == "n/a"
+    assert rep.summary() == "nothing assessed yet: no level"
+
+
+def _texts_inside(fig) -> list[str]:
+    """The texts drawn past the figure's edge (none is the goal)."""
+    import matplotlib.text
+
+    fig.canvas.draw()
+    renderer, frame = fig.canvas.get_renderer(), fig.bbox
+    out = []
+    for t in fig.findobj(matplotlib.text.Text):
+        if t.get_visible() and t.get_text():
+            box = t.get_window_extent(renderer)
+            if box.x0 < frame.x0 or box.y0 < frame.y0 or box.x1 > frame.x1 or box.y1 > frame.y1:
+                out.append(t.get_text())
+    return out
+
+
+@pytest.mark.parametrize("assessed", [1, 4, 6])
+def test_radar_draws_gaps_not_zeros_and_keeps_labels_inside(assessed: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from minitorch.viz.report import plot_skill_radar
+
+    labels = [label for label, _w in SUBJECTS.values()]
+    scores = {label: (7.0 if i < assessed else None) for i, label in enumerate(labels)}
+    fig = plot_skill_radar(scores, "skills", summary="7.0/10 over 30% of the course")
+    ax = fig.axes[0]
+    drawn = [r for line in ax.get_lines() for r in line.get_ydata()]
+    assert 0.0 not in drawn, "an unassessed subject was drawn at 0"
+    assert sorted(set(drawn)) == [7.0]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == len(labels) - assessed  # one hatched gap per unassessed subject
+    words = " ".join(t.get_text() for t in ax.texts)
+    assert words.count("not assessed") == len(labels) - assessed
+    assert _texts_inside(fig) == []
+    plt.close(fig)
+
+
+def test_report_png_is_the_size_of_a_notebook_output(tmp_path: Path) -> None:
+    import matplotlib.image
+
+    from minitorch.course.report import save_radar
+
+    png = tmp_path / "r.png"
+    save_radar(skill_report(_results(1, 2), ROOT), png, "alice")
+    height, width = matplotlib.image.imread(png).shape[:2]
+    assert (width, height) == (840, 888)  # at most ~900 px wide: JupyterLab's output width
