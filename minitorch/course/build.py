@@ -2,8 +2,10 @@
 
 ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` becomes
 ``raise NotImplementedError("Exercise 01.2: <task>")`` at the indentation of the BEGIN line;
-``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` is removed. The result is
-byte-deterministic, so ``a2s build --check`` can compare it with ``labs/``.
+``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` is removed. Notebook metadata is
+``a2s`` plus the ``kernelspec`` and ``language_info`` JupyterLab would write, so a fresh lab
+opens unmodified. The result is byte-deterministic, so ``a2s build --check`` can compare it
+with ``labs/``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from minitorch.course.syllabus import LABS, Lab
 __all__ = [
     "BEGIN",
     "END",
+    "KERNELSPEC",
+    "LANGUAGE_INFO",
     "build_all",
     "build_lab",
     "existing_labs",
@@ -38,6 +42,18 @@ __all__ = [
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+# The kernel metadata JupyterLab writes into a notebook when it opens it with the pip-installed
+# ipykernel. A notebook that already holds exactly these values opens unmodified; without them
+# it is marked modified (and asks to be saved) before the learner has typed anything.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+LANGUAGE_INFO = {  # ipykernel's; "version" comes from the solution, as its kernel reported it
+    "codemirror_mode": {"name": "ipython", "version": 3},
+    "file_extension": ".py",
+    "mimetype": "text/x-python",
+    "name": "python",
+    "nbconvert_exporter": "python",
+    "pygments_lexer": "ipython3",
+}
 _NEAR_MARKER = re.compile(r"#+\s*(BEGIN|END)\s+(SOLUTION|HIDDEN\s+TESTS)", re.IGNORECASE)
 
 
@@ -91,9 +107,11 @@ def _strip_hidden(source: str) -> str:
 
 
 def _clean(nb: NotebookNode) -> NotebookNode:
-    """Copy without outputs, execution counts or run-time metadata."""
+    """Copy without outputs, execution counts or run-time metadata; kernel metadata canonical."""
     nb = copy.deepcopy(nb)
-    nb.metadata = {k: v for k, v in nb.metadata.items() if k in ("a2s", "kernelspec")}
+    language = {**LANGUAGE_INFO, **nb.metadata.get("language_info", {})}
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k == "a2s"}
+    nb.metadata.update(kernelspec=dict(KERNELSPEC), language_info=language)
     for cell in nb.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("a2s", "tags")}
         if cell.cell_type == "code":

@@ -22,7 +22,7 @@ def plot_training_agreement(
     ``losses`` maps an engine's name to its loss after each SGD step; ``reference`` names
     the ground-truth curve. Exact agreement (error 0) is drawn at 1e-17, below float64's eps.
     """
-    fig, (ax, ax_err) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (ax, ax_err) = plt.subplots(1, 2, figsize=(8.7, 3.6))
     styles = ["-", "--", ":", "-."]
     for (name, curve), style in zip(losses.items(), styles * 2, strict=False):
         ax.plot(np.arange(1, len(curve) + 1), curve, style, lw=2, label=name)

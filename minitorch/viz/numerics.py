@@ -9,7 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from minitorch.numerics.bfloat16 import round_to_bf16, round_to_fp16
 from minitorch.numerics.formats import (
@@ -41,31 +43,32 @@ def plot_format_grid(
 ) -> Figure:
     """Draw each format's positive range on a log axis, and the FP8 grids on a linear one.
 
-    Top: subnormal range (light) and normal range (dark) of every format, every value of the
-    8-bit ones as a tick. Bottom: E4M3 and E5M2 values on [0, linear_max]: the spacing
-    doubles at every power of two, so relative precision stays constant.
+    Top: subnormal range (light) and normal range (dark) of every format, labelled with its
+    smallest and largest value and its values per binade (a binade is [2^e, 2^(e+1))). The
+    8-bit formats have too few values to see on a 300-binade axis as anything but a smudge,
+    so their individual values are drawn below. Bottom: E4M3 and E5M2 values on
+    [0, linear_max]: the spacing doubles at every power of two, so relative precision stays
+    constant.
     """
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), height_ratios=(3, 2))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.5, 6), height_ratios=(3, 2))
     for row, fmt in enumerate(formats):
         color = f"C{row}"
-        top.hlines(row, fmt.min_subnormal, fmt.min_normal, color=color, lw=6, alpha=0.3)
-        top.hlines(row, fmt.min_normal, fmt.max_normal, color=color, lw=6)
-        if fmt.bits <= 8:
-            vals = _positive_finite(fmt)
-            top.plot(vals, np.full(vals.size, row), "|", color="k", ms=12, mew=0.6)
+        top.hlines(row, fmt.min_subnormal, fmt.min_normal, color=color, lw=8, alpha=0.3)
+        top.hlines(row, fmt.min_normal, fmt.max_normal, color=color, lw=8)
         top.annotate(
             f"{fmt.min_subnormal:.2g} .. {fmt.max_normal:.4g}, {2**fmt.man_bits:,} values/binade",
             (fmt.min_subnormal, row),
-            xytext=(0, 9),
+            xytext=(0, 7),
             textcoords="offset points",
-            fontsize=8,
+            fontsize=9,
         )
     top.set_xscale("log", base=2)
     top.set_xlim(2.0**-160, 2.0**140)
-    top.set_xticks([2.0**p for p in range(-144, 129, 32)])
-    top.set_ylim(len(formats) - 0.5, -0.8)
+    top.set_xticks([2.0**p for p in range(-144, 129, 48)])
+    top.xaxis.set_minor_locator(NullLocator())
+    top.set_ylim(len(formats) - 0.5, -0.9)
     top.set_yticks(range(len(formats)), [f"{f.name} (E{f.exp_bits}M{f.man_bits})" for f in formats])
-    top.set_xlabel("magnitude (log2 scale); light: subnormals, dark: normals, ticks: every value")
+    top.set_xlabel("magnitude (log2 scale); light: subnormals, dark: normals")
     top.set_title("Positive representable range of each format")
     top.grid(True, axis="x", alpha=0.3)
 
@@ -109,7 +112,7 @@ def plot_relative_error(
     rounders = dict(rounders) if rounders is not None else _default_rounders()
     g = np.random.default_rng(seed)
     x = np.exp2(g.uniform(np.log2(lo), np.log2(hi), n)).astype(np.float32)
-    fig, axes = plt.subplots(1, len(rounders), figsize=(4 * len(rounders), 3.6), sharey=True)
+    fig, axes = plt.subplots(1, len(rounders), figsize=(2.9 * len(rounders), 3.4), sharey=True)
     axes = np.atleast_1d(axes)
     floor = 2.0**-30  # exact results (error 0) are drawn at the bottom of the log axis
     for ax, (fmt, rounder) in zip(axes, rounders.items(), strict=True):
@@ -118,7 +121,7 @@ def plot_relative_error(
             rel = np.abs(r - x) / x
         rel = np.clip(np.nan_to_num(rel, nan=1.0, posinf=1.0), floor, 1.0)
         ax.scatter(x, rel, s=1.5, color="C0", linewidths=0)
-        ax.axhline(fmt.unit_roundoff, color="C3", ls="--", label=f"u = 2^-{fmt.man_bits + 1}")
+        ax.axhline(fmt.unit_roundoff, color="C3", ls="--", label="unit roundoff u = 2^-(M+1)")
         if fmt.min_normal > lo:
             ax.axvspan(lo, min(fmt.min_normal, hi), color="C1", alpha=0.12, label="subnormal")
         if fmt.max_normal < hi:
@@ -126,12 +129,18 @@ def plot_relative_error(
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
         ax.set_xlim(lo, hi)
-        ax.set_title(f"{fmt.name}: M = {fmt.man_bits}, u = {fmt.unit_roundoff:.2g}")
+        ax.set_xticks([2.0**p for p in range(-20, 20, 10) if lo < 2.0**p < hi])  # ends unlabelled
+        ax.set_title(f"{fmt.name}: M = {fmt.man_bits}, u = 2^-{fmt.man_bits + 1}", fontsize=10)
         ax.set_xlabel("|x| (log2 scale)")
-        ax.legend(loc="lower left", fontsize=7)
-    axes[0].set_ylabel("relative error |round(x) - x| / |x|")
+    axes[0].set_ylabel("|round(x) - x| / |x|")
+    handles: dict[str, Artist] = {}  # one legend for all panels, each entry once
+    for ax in axes:
+        artists, names = ax.get_legend_handles_labels()
+        handles.update(zip(names, artists, strict=True))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
+               fontsize=9, frameon=False)  # fmt: skip
     fig.suptitle(f"Rounding {n:,} log-uniform float32 values: error <= u in the normal range")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 

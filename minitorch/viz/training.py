@@ -19,7 +19,7 @@ def plot_samples(x: np.ndarray, y: np.ndarray, names: Sequence[str], per_class: 
     """A grid of ``per_class`` images (rows) for each class (columns); x: (n, H, W)."""
     classes = len(names)
     fig, axes = plt.subplots(
-        per_class, classes, figsize=(1.1 * classes, 1.15 * per_class + 0.5), squeeze=False
+        per_class, classes, figsize=(0.86 * classes, 0.9 * per_class + 0.5), squeeze=False
     )
     for c in range(classes):
         idx = np.flatnonzero(y == c)[:per_class]
@@ -29,7 +29,7 @@ def plot_samples(x: np.ndarray, y: np.ndarray, names: Sequence[str], per_class: 
                 ax.imshow(x[idx[r]], cmap="gray_r", vmin=-0.5, vmax=1.2)
             ax.set_xticks([])
             ax.set_yticks([])
-        axes[0][c].set_title(names[c], fontsize=8)
+        axes[0][c].set_title(names[c], fontsize=9)
     fig.suptitle(f"generated shapes, {x.shape[1]}x{x.shape[2]} pixels, with noise")
     fig.tight_layout()
     return fig

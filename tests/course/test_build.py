@@ -74,7 +74,7 @@ def test_build_lab_stubs_clears_and_strips_hidden() -> None:
     assert ex.metadata == {"tags": ["exercise"], "a2s": {"exercise": "00.1", "task": "square x"}}
     assert ex["id"] == "ex-00-1"
     assert check.source == "lab00.check(f)"
-    assert set(lab.metadata) == {"a2s", "kernelspec"}
+    assert set(lab.metadata) == {"a2s", "kernelspec", "language_info"}
 
 
 def test_grading_base_keeps_hidden_tests() -> None:

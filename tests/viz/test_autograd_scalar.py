@@ -56,3 +56,33 @@ def test_graph_layout_puts_parents_left_of_children() -> None:
     pos = viz._layout(order)
     assert all(pos[id(p)][0] < pos[id(v)][0] for v in order for p in v.parents)
     plt.close(fig)
+
+
+def _deep() -> Value:
+    """Lab 02's logistic loss of one point: 9 columns deep, wider than a notebook."""
+    w1, w2, b, x1, x2, label = (Value(v) for v in (0.5, -1.0, 0.1, 0.12, 1.15, -1.0))
+    loss = (1 + (-(label * (w1 * x1 + w2 * x2 + b))).exp()).log()
+    loss.backward()
+    return loss
+
+
+def test_a_deep_graph_wraps_into_bands_with_no_edge_across_a_gap() -> None:
+    loss = _deep()
+    order = loss.topo_order()
+    spots, edges = viz._wrap(order, viz._layout(order), per_band=5)
+    assert {band for _, band in spots} == {0, 1}
+    assert max(x for x, _ in spots.values()) <= 4  # 5 columns a band
+    for src, dst, _ in edges:
+        assert src[1] == dst[1], "an edge stays inside its band"
+        assert spots[src][0] < spots[dst][0], "and runs left to right"
+    repeats = [k for k in spots if k[1] == 1 and (k[0], 0) in spots]
+    assert len(repeats) == 1  # the margin y*s, carried to the second band
+    fig = viz.draw_graph(loss)
+    dashed = [
+        t
+        for t in fig.axes[0].texts
+        if t.get_bbox_patch() and t.get_bbox_patch().get_linestyle() == "--"
+    ]
+    assert len(dashed) == 1
+    assert fig.get_size_inches()[0] <= 9.0  # fits a notebook's ~900 px output
+    plt.close(fig)
