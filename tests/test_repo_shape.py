@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,9 @@ MAX_LINES = 300
 _REFERENCE = {"numerics", "hardware", "data", "autograd", "nn", "optim", "kernels", "model",
               "compiler", "runtime", "comm", "parallel"}  # fmt: skip
 
-# subpackage -> the minitorch subpackages it may import (DESIGN.md; acyclic).
-# course, checks, viz and bench are leaves: only notebooks, tests and the CLI import them.
+# subpackage -> the minitorch subpackages it may import: docs/architecture.md, "Import rules"
+# (a test below keeps the two equal). Acyclic. Layer numbers are not an import order.
+# checks, viz and bench import only the reference; course (the CLI) may import them too.
 ALLOWED: dict[str, set[str]] = {
     "numerics": set(),
     "hardware": set(),
@@ -82,6 +84,28 @@ def test_allowed_imports_table_is_acyclic() -> None:
         visit(pkg)
 
 
+def _documented_import_table() -> dict[str, set[str]]:
+    """The "Import rules" table of docs/architecture.md as ``{subpackage: allowed}``."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Import rules", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        allowed = set(re.findall(r"`(\w+)`", cells[1]))
+        if "every reference subpackage" in cells[1]:
+            allowed |= _REFERENCE
+        table[cells[0].strip("`")] = allowed
+    return table
+
+
+def test_import_table_is_the_documented_one() -> None:
+    assert _documented_import_table() == ALLOWED, (
+        "docs/architecture.md (Import rules) and ALLOWED differ: change both together"
+    )
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_module_respects_import_table_and_size(path: Path) -> None:
     sub = _subpackage(path)
@@ -89,7 +113,9 @@ def test_module_respects_import_table_and_size(path: Path) -> None:
     assert lines <= MAX_LINES, f"{path.name} has {lines} lines; split it (one concept per module)"
     if sub is None:
         return
-    assert sub in ALLOWED, f"new subpackage {sub!r}: add it to ALLOWED in this test and DESIGN"
+    assert sub in ALLOWED, (
+        f"new subpackage {sub!r}: add it to ALLOWED here and to docs/architecture.md"
+    )
     illegal = _imports(path) - ALLOWED[sub] - {sub}
     assert not illegal, f"minitorch.{sub} may not import minitorch.{', minitorch.'.join(illegal)}"
 
@@ -130,3 +156,23 @@ def test_ruff_is_clean() -> None:
         [ruff, "check", "minitorch", "tests"], cwd=ROOT, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_declared_python_versions_are_the_tested_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyproject.toml declares only the Python the suite runs on, and `a2s doctor` agrees."""
+    import tomllib
+
+    from minitorch.course import doctor
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    major, minor = doctor.TESTED_PYTHON
+    assert project["requires-python"] == f">={major}.{minor}"
+    declared = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
+                if re.fullmatch(r"Programming Language :: Python :: \d+\.\d+", c)}  # fmt: skip
+    assert declared == {f"{major}.{minor}"}
+    assert sys.version_info[:2] == doctor.TESTED_PYTHON, "the suite runs on another Python"
+    monkeypatch.setattr(doctor.sys, "version_info", (major, minor - 1, 0))
+    assert not doctor._python().ok
+    monkeypatch.setattr(doctor.sys, "version_info", (major, minor + 1, 0))
+    finding = doctor._python()
+    assert finding.ok and "tested on" in finding.detail

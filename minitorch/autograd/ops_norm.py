@@ -89,6 +89,8 @@ def batch_norm(
         if running_mean is not None and running_var is not None:
             _update_running(running_mean, running_var, mu, var, x.size // c, momentum)
     else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm in eval mode needs running_mean and running_var")
         invstd = (1.0 / np.sqrt(running_var + eps)).reshape(bshape)  # (C,) -> (1, C, 1, ...)
         xhat = (x.data - running_mean.reshape(bshape)) * invstd
     out = xhat * weight.data.reshape(bshape) + bias.data.reshape(bshape)

@@ -16,6 +16,7 @@ Lab: 02_autograd_scalar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -72,7 +73,8 @@ class MLP:
         out: Sequence[Value | float] = x
         for layer in self.layers:
             out = layer(out)
-        return out[0] if len(out) == 1 else list(out)  # type: ignore[return-value]
+        values = cast("list[Value]", list(out))  # every layer returns Values
+        return values[0] if len(values) == 1 else values
 
     def parameters(self) -> list[Value]:
         return [p for layer in self.layers for p in layer.parameters()]

@@ -5,12 +5,13 @@ another process takes a core). So every experiment pins one thread, runs both si
 process, alternates them, and reports medians and *ratios*; a bare absolute time is only
 context. Tests never assert on these figures.
 
-    @register("01")
+    @register                     # in minitorch/bench/lab01.py: an experiment of lab 01
     def bf16_rounding() -> list[Figure]:
         a, b = alternate(lambda: ours(x), lambda: torch_ref(x), repeats=7)
         return [Figure("bf16 round, numpy vs torch", a / b, "x", "torch .to(bfloat16) = 1.0")]
 
-Benchmarks live in ``minitorch/bench/labNN.py`` and are imported by :func:`load`.
+Benchmarks live in ``minitorch/bench/labNN.py`` (the file name gives the lab) and are imported
+by :func:`load`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -43,16 +45,22 @@ class Figure:
 
 Bench = Callable[[], list[Figure]]
 _REGISTRY: dict[str, list[Bench]] = {}  # lab number -> experiments, filled at import time
+_MODULE = re.compile(r"minitorch\.bench\.lab(\d\d)")
 
 
-def register(lab: str) -> Callable[[Bench], Bench]:
-    """Register ``fn`` as a performance experiment of lab ``lab`` ("01")."""
+def register(fn: Bench) -> Bench:
+    """Register ``fn`` as a performance experiment of the lab its module is named after.
 
-    def deco(fn: Bench) -> Bench:
-        _REGISTRY.setdefault(lab, []).append(fn)
-        return fn
-
-    return deco
+    ``minitorch/bench/lab01.py`` registers lab "01": the lab number is written once, in the
+    file name, and ``tests/bench`` checks that it is a lab of the syllabus.
+    """
+    if isinstance(fn, str):
+        raise TypeError("use a bare @register: the lab number comes from the module name")
+    match = _MODULE.fullmatch(fn.__module__)
+    if match is None:
+        raise ValueError(f"{fn.__qualname__} is in {fn.__module__}, not minitorch.bench.labNN")
+    _REGISTRY.setdefault(match.group(1), []).append(fn)
+    return fn
 
 
 def load() -> dict[str, list[Bench]]:
@@ -118,7 +126,8 @@ def alternate(
     for _ in range(warmup):
         a()
         b()
-    ta, tb = [], []
+    ta: list[float] = []
+    tb: list[float] = []
     for _ in range(repeats):
         for fn, acc in ((a, ta), (b, tb)):
             t0 = time.perf_counter()

@@ -16,7 +16,7 @@ from minitorch.numerics.summation import U32, kahan_sum, naive_sum, pairwise_dep
 __all__ = ["bf16_rounding", "summation_cost", "summation_error"]
 
 
-@register("01")
+@register
 def bf16_rounding() -> list[Figure]:
     """numpy bit manipulation vs torch's .to(bfloat16) on 10^6 float32 values (same bits)."""
     import torch
@@ -41,7 +41,7 @@ def bf16_rounding() -> list[Figure]:
     ]
 
 
-@register("01")
+@register
 def summation_cost() -> list[Figure]:
     """Kahan and pairwise python loops against the naive loop on 10^5 float32 values."""
     x = np.random.default_rng(1).standard_normal(100_000).astype(np.float32)
@@ -64,7 +64,7 @@ def summation_cost() -> list[Figure]:
     ]
 
 
-@register("01")
+@register
 def summation_error() -> list[Figure]:
     """Error of each float32 sum of 10^5 values against math.fsum, in units of u * sum |x|.
 

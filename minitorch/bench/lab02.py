@@ -43,7 +43,7 @@ def _torch(nodes: int) -> None:
     y.backward()
 
 
-@register("02")
+@register
 def scalar_engine_vs_torch() -> list[Figure]:
     with one_thread():
         a, b = alternate(lambda: _ours(N_NODES), lambda: _torch(N_NODES), repeats=5)
@@ -129,7 +129,7 @@ def _per_node(make: Callable[[float], Any], nodes: int, gc_on: bool, repeats: in
     return sorted(times)[len(times) // 2]
 
 
-@register("02")
+@register
 def gc_trap() -> list[Figure]:
     n = 100_000
     closure_on = _per_node(_ClosureValue, n, gc_on=True)

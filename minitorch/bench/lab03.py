@@ -9,6 +9,8 @@ Lab: 03_autograd_tensor
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from minitorch.autograd import Tensor, conv2d
@@ -17,7 +19,7 @@ from minitorch.bench import Figure, alternate, one_thread, register
 N_OPS = 100
 
 
-def _chain(x: object, w: object) -> object:
+def _chain(x: Any, w: Any) -> Any:
     """N_OPS elementwise ops: (h * w + x).tanh() repeated, 3 ops per round, plus a sum."""
     h = x
     for _ in range(N_OPS // 3):
@@ -25,7 +27,7 @@ def _chain(x: object, w: object) -> object:
     return h.sum()
 
 
-@register("03")
+@register
 def per_op_overhead() -> list[Figure]:
     import torch
 
@@ -52,7 +54,7 @@ def per_op_overhead() -> list[Figure]:
     ]
 
 
-@register("03")
+@register
 def conv2d_vs_torch() -> list[Figure]:
     import torch
     import torch.nn.functional as F

@@ -59,7 +59,7 @@ def _torch_step(x: np.ndarray, y: np.ndarray) -> Callable[[], None]:
     return step
 
 
-@register("04")
+@register
 def mlp_step_vs_torch() -> list[Figure]:
     rng = np.random.default_rng(0)
     x, y = _data(rng)
@@ -74,7 +74,7 @@ def mlp_step_vs_torch() -> list[Figure]:
     ]
 
 
-@register("04")
+@register
 def recomputation_memory() -> list[Figure]:
     rng = np.random.default_rng(0)
     layers = [m for _ in range(16) for m in (Linear(256, 256, rng=rng), ReLU())]
@@ -95,7 +95,7 @@ def recomputation_memory() -> list[Figure]:
     ]
 
 
-@register("04")
+@register
 def bf16_emulation_cost() -> list[Figure]:
     rng = np.random.default_rng(0)
     x, y = _data(rng)

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from minitorch.course.build import build_all, existing_labs
-from minitorch.course.grade import grade_paths, grade_submission
+from minitorch.course.grade import grade_submission
 from minitorch.course.notebook import NotebookError, dumps, exercises, read_notebook
 from minitorch.course.runner import RunOptions
-from minitorch.course.scoring import write_json, write_junit
-from minitorch.course.syllabus import LABS, LAYERS, find_lab, repo_root
+from minitorch.course.syllabus import LABS, LAYERS, find_lab, find_lab_notebook, repo_root
+from minitorch.course.table import results_table as _table
+from minitorch.course.table import shown_path
 
 __all__ = ["UsageError"]
-
-_MARK = {"passed": "✔", "failed": "✘", "error": "!", "timeout": "⏱", "missing": "?"}
 
 
 class UsageError(Exception):
@@ -44,7 +43,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
 
 def cmd_list(args: argparse.Namespace) -> int:
     root = _root()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for lab in LABS:
         path = lab.solution_path(root)
         exs = exercises(read_notebook(path)) if path.exists() else []
@@ -104,6 +103,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_execute(args: argparse.Namespace) -> int:
     import nbclient
 
+    from minitorch.course.build import KERNELSPEC
+    from minitorch.course.outputs import clean_notebook_outputs
+
     root = _root()
     labs = [_lab(k) for k in args.labs] or [lab for lab, _ in existing_labs(root)]
     for lab in labs:
@@ -111,14 +113,17 @@ def cmd_execute(args: argparse.Namespace) -> int:
         if not path.exists():
             raise UsageError(f"{path} does not exist")
         nb = read_notebook(path)
+        nb.metadata["kernelspec"] = dict(KERNELSPEC)  # what JupyterLab writes when it opens it
         client = nbclient.NotebookClient(
             nb, timeout=args.timeout, kernel_name="python3", record_timing=False,
             resources={"metadata": {"path": str(path.parent)}},
         )  # fmt: skip
-        client.execute()
+        client.execute()  # also sets metadata.language_info from the kernel
         nb.metadata.pop("widgets", None)
+        removed = clean_notebook_outputs(nb)  # progress-bar frames -> their final state
         path.write_text(dumps(nb), encoding="utf-8")
-        print(f"executed {path.relative_to(root)}")
+        note = f" ({removed} progress or empty outputs folded)" if removed else ""
+        print(f"executed {path.relative_to(root)}{note}")
     return 0
 
 
@@ -126,7 +131,8 @@ class _Progress:
     """A tqdm bar over notebook cells, opened at the first update (when the total is known)."""
 
     def __init__(self, desc: str, quiet: bool) -> None:
-        self.desc, self.quiet, self.bar = desc, quiet, None
+        self.desc, self.quiet = desc, quiet
+        self.bar: Any = None
 
     def update(self, done: int, total: int) -> None:
         if self.quiet:
@@ -135,39 +141,36 @@ class _Progress:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total, desc=self.desc, unit="cell", leave=False, file=sys.stderr)
-        self.bar.total = total
-        self.bar.n = min(done, total)
-        self.bar.refresh()
+        bar = self.bar
+        bar.total = total
+        bar.n = min(done, total)
+        bar.refresh()
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def _table(result) -> list[str]:
-    lines = [f"{result.notebook}: lab {result.lab}, {result.score:g}/{result.max_score:g} points"]
-    if result.error:
-        lines.append(f"  error: {result.error}")
-    for ex in result.exercises:
-        msg = ex.message.splitlines()[0] if ex.message else ""
-        lines.append(f"  {_MARK.get(ex.status, ' ')} {ex.id}  {ex.status:<7} "
-                     f"{ex.points:g}/{ex.max_points:g}  {ex.title}")  # fmt: skip
-        if ex.status != "passed" and msg:
-            lines.append(f"           {msg[:300]}")
-    return lines
-
-
 def cmd_check(args: argparse.Namespace) -> int:
-    root = _root()
     lab = _lab(args.lab)
-    path = Path(args.notebook) if args.notebook else lab.lab_path(root)
-    if not path.exists():
-        raise UsageError(f"{path}: no such notebook")
+    if args.notebook:
+        path = Path(args.notebook)
+        if not path.is_file():
+            raise UsageError(f"{path}: no such notebook")
+    else:
+        try:
+            path = find_lab_notebook(lab, Path.cwd())
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+    root = _root()
+    shown = shown_path(path)
+    print(f"grading {shown} (lab {lab.number}) against the course in {root}", file=sys.stderr)
     progress = _Progress(f"lab {lab.number}", quiet=False)
     result = grade_submission(str(path), _options(args), root, progress.update)
     progress.close()
+    result.notebook = shown
     if result.lab is not None and result.lab != lab.number:
-        print(f"note: {path} is lab {result.lab}, not lab {lab.number}", file=sys.stderr)
+        print(f"note: {shown} is lab {result.lab}, not lab {lab.number}", file=sys.stderr)
     print("\n".join(_table(result)))
     ok = (
         not result.error
@@ -177,71 +180,28 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse, before grading, outputs that would overwrite a submission or cannot be written."""
-    inputs = {Path(p).resolve() for p in args.paths}
-    for out in filter(None, (args.json, args.junit)):
-        target = Path(out).resolve()
-        if target in inputs or target.suffix == ".ipynb":
-            raise UsageError(
-                f"refusing to write results to {out}: it is (or looks like) a notebook"
-            )
-        if target.is_dir():
-            raise UsageError(f"{out} is a folder; give a file name such as grades.json")
-        parent = next((p for p in target.parents if p.exists()), None)
-        if parent is None or not os.access(parent, os.W_OK):
-            raise UsageError(f"cannot write {out}: {parent} is not writable")
-
-
 def cmd_grade(args: argparse.Namespace) -> int:
-    _check_outputs(args)
-    root = _root()
-    progress = _Progress("grading", args.quiet)
-    results = grade_paths(args.paths, _options(args), root, progress.update)
-    progress.close()
-    write_json(results, Path(args.json))
-    if args.junit:
-        write_junit(results, Path(args.junit))
-    for res in results:
-        print("\n".join(_table(res)))
-    print(f"wrote {args.json}" + (f" and {args.junit}" if args.junit else ""))
-    if args.fail_under is not None:
-        low = [
-            r for r in results if not r.max_score or 100 * r.score / r.max_score < args.fail_under
-        ]
-        if low:
-            print(f"{len(low)} submission(s) under {args.fail_under:g}%", file=sys.stderr)
-            return 1
-    return 0
+    from minitorch.course import instructor
+
+    return instructor.grade(args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from minitorch.course.report import skill_report
+    from minitorch.course import instructor
 
-    path = Path(args.results)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a grading JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("version") != 1 or "results" not in data:
-        raise UsageError(f"{path}: not a grading JSON (expected version 1 with 'results')")
-    rep = skill_report(data, _root(), args.profile)
-    print("\n".join(rep.lines()))
-    if args.png:
-        import matplotlib
+    return instructor.report(args)
 
-        matplotlib.use("Agg")
-        from minitorch.course.syllabus import SUBJECTS
-        from minitorch.viz.report import plot_skill_radar
 
-        scores = {SUBJECTS[k][0]: v for k, v in rep.subjects.items()}
-        fig = plot_skill_radar(scores, f"skill matrix: {rep.total:.1f}/10, level {rep.level}")
-        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.png, dpi=120)
-        print(f"wrote {args.png}")
-    return 0
+def cmd_similarity(args: argparse.Namespace) -> int:
+    from minitorch.course import instructor
+
+    return instructor.similarity(args)
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from minitorch.course import instructor
+
+    return instructor.release(args)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -27,11 +27,16 @@ def _version(module: str) -> Finding:
     return Finding(module, True, str(getattr(mod, "__version__", "installed")))
 
 
+TESTED_PYTHON = (3, 11)  # pyproject.toml: requires-python and the classifiers say the same
+
+
 def _python() -> Finding:
-    ok = sys.version_info >= (3, 10)
-    return Finding(
-        "python", ok, sys.version.split()[0], "" if ok else "install Python 3.10 or newer"
-    )
+    version = sys.version.split()[0]
+    if sys.version_info[:2] < TESTED_PYTHON:
+        return Finding("python", False, version, "install Python 3.11")
+    if sys.version_info[:2] > TESTED_PYTHON:
+        return Finding("python", True, f"{version} (the course is tested on 3.11 only)")
+    return Finding("python", True, version)
 
 
 def _torch_threads() -> Finding:

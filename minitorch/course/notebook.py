@@ -71,8 +71,8 @@ def read_notebook_bytes(data: bytes, name: str) -> NotebookNode:
     for i, cell in enumerate(nb.cells):
         if not isinstance(cell, dict) or "cell_type" not in cell or "source" not in cell:
             raise NotebookError(f"{name}: cell {i} is malformed (no cell_type/source)")
-        if isinstance(cell.source, list):
-            cell.source = "".join(cell.source)
+        if isinstance(cell["source"], list):
+            cell["source"] = "".join(cell["source"])
     return nb
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "Lab",
     "Profile",
     "find_lab",
+    "find_lab_notebook",
     "repo_root",
 ]
 
@@ -156,6 +157,29 @@ def repo_root() -> Path:
     raise FileNotFoundError(
         "cannot find the course checkout (a folder with solutions/ and minitorch/); "
         "install with `pip install -e .` from the clone or run a2s inside it"
+    )
+
+
+def find_lab_notebook(lab: Lab, start: Path) -> Path:
+    """Return ``labs/NN_*.ipynb`` of ``lab`` in ``start`` or the nearest folder above it.
+
+    This is the learner's clone (where they run ``a2s check``), which need not be the
+    checkout ``minitorch`` was installed from. The exact name wins over other ``NN_*``.
+    """
+    for folder in (start, *start.parents):
+        labs = folder / "labs"
+        if (labs / f"{lab.name}.ipynb").is_file():
+            return labs / f"{lab.name}.ipynb"
+        found = sorted(labs.glob(f"{lab.number}_*.ipynb")) if labs.is_dir() else []
+        if len(found) > 1:
+            names = ", ".join(p.name for p in found)
+            raise FileNotFoundError(f"{labs} holds several lab {lab.number} notebooks "
+                                    f"({names}); pick one with --notebook PATH")  # fmt: skip
+        if found:
+            return found[0]
+    raise FileNotFoundError(
+        f"no labs/{lab.number}_*.ipynb in {start} or any folder above it; run `a2s check` "
+        "inside your clone of the course, or pass --notebook PATH"
     )
 
 

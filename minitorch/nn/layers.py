@@ -29,9 +29,13 @@ def _uniform(
     return Parameter(rng.uniform(-bound, bound, shape).astype(dtype))
 
 
-def _lowp(fmt: str | None, *ts: Tensor | None) -> list[Tensor | None]:
-    """The tensors rounded to the autocast format (unchanged outside autocast)."""
-    return [t if t is None or fmt is None else cast(t, fmt) for t in ts]
+def _lowp(
+    fmt: str | None, x: Tensor, w: Tensor, b: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Input, weight and bias rounded to the autocast format (unchanged outside autocast)."""
+    if fmt is None:
+        return x, w, b
+    return cast(x, fmt), cast(w, fmt), None if b is None else cast(b, fmt)
 
 
 class Linear(Module):

@@ -43,6 +43,9 @@ class Module:
     """Base class of layers: registers parameters, sub-modules and buffers on assignment."""
 
     training: bool
+    _parameters: dict[str, Parameter]
+    _modules: dict[str, Module]
+    _buffers: dict[str, np.ndarray]
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})

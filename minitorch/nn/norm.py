@@ -26,6 +26,9 @@ __all__ = ["BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm"]
 class BatchNorm(Module):
     """Batch norm over channel axis 1 of x: (N, C) or (N, C, H, W)."""
 
+    running_mean: np.ndarray  # buffers, set by register_buffer
+    running_var: np.ndarray
+
     def __init__(
         self,
         num_features: int,

@@ -146,4 +146,5 @@ def all_values(fmt: FloatFormat) -> np.ndarray:
 
 
 def _uint(bits: int) -> type[np.unsignedinteger]:
-    return {8: np.uint8, 16: np.uint16, 32: np.uint32}[bits]
+    types: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+    return types[bits]

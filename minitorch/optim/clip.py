@@ -27,18 +27,18 @@ def clip_grad_norm_(params: Iterable[Tensor], max_norm: float, norm_type: float 
 
     Returns the norm before clipping (inf/nan if a grad is not finite), as torch does.
     """
-    grads = [p for p in params if p.grad is not None]
+    grads = [(p, g) for p in params if (g := p.grad) is not None]
     if not grads:
         return 0.0
     if norm_type == float("inf"):
-        total = max(float(np.abs(p.grad).max(initial=0.0)) for p in grads)
+        total = max(float(np.abs(g).max(initial=0.0)) for _, g in grads)
     else:
-        total = sum(float((np.abs(p.grad.astype(np.float64)) ** norm_type).sum()) for p in grads)
+        total = sum(float((np.abs(g.astype(np.float64)) ** norm_type).sum()) for _, g in grads)
         total = total ** (1.0 / norm_type)
     coef = min(max_norm / (total + 1e-6), 1.0)
     if coef < 1.0:
-        for p in grads:
-            p.grad = p.grad * np.asarray(coef, dtype=p.grad.dtype)  # a new array, never in place
+        for p, g in grads:
+            p.grad = g * np.asarray(coef, dtype=g.dtype)  # a new array, never in place
     return total
 
 

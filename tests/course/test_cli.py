@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from minitorch.course import commands
 from minitorch.course.cli import build_parser, main
-from minitorch.course.syllabus import LABS
+from minitorch.course.grade import ExerciseResult, SubmissionResult
+from minitorch.course.syllabus import LABS, find_lab, find_lab_notebook, repo_root
+from minitorch.course.table import results_table
 
-COMMANDS = ["list", "build", "execute", "check", "grade", "report", "doctor", "bench"]
+COMMANDS = ["list", "build", "execute", "check", "grade", "report", "similarity", "release",
+            "doctor", "bench"]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -89,3 +93,99 @@ def test_build_check_passes_on_the_repo(capsys: pytest.CaptureFixture[str]) -> N
 def test_parser_lists_all_commands() -> None:
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert sorted(sub.choices) == sorted(COMMANDS)
+
+
+# --------------------------------------------------------------------------- a2s check
+def _clone(tmp_path: Path, *names: str) -> Path:
+    """A learner's clone with empty lab files (the grader is faked: no kernel runs)."""
+    clone = tmp_path / "clone"
+    (clone / "labs").mkdir(parents=True)
+    for name in names:
+        (clone / "labs" / name).write_text("{}")
+    return clone
+
+
+@pytest.fixture
+def graded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the grader by a fake that records which notebook it was given."""
+    seen: list[str] = []
+
+    def fake(path, opts, root, progress=None):
+        seen.append(path)
+        ex = ExerciseResult("01.1", "Decode", 0.0, 2.0, "failed", "wrong")
+        return SubmissionResult(path, "01", 0.0, 2.0, None, [ex])
+
+    monkeypatch.setattr(commands, "grade_submission", fake)
+    return seen
+
+
+def test_check_grades_the_lab_of_the_current_clone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graded: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    clone = _clone(tmp_path, "01_numerics.ipynb", "00_orientation.ipynb")
+    inside = clone / "notes" / "week1"
+    inside.mkdir(parents=True)
+    monkeypatch.chdir(inside)
+    assert main(["check", "1"]) == 1  # the fake fails its exercise
+    assert [Path(p).resolve() for p in graded] == [clone / "labs" / "01_numerics.ipynb"]
+    assert Path(graded[0]).resolve().parent != repo_root() / "labs"
+    out, err = capsys.readouterr()
+    assert str(clone / "labs" / "01_numerics.ipynb") in err  # says which file it graded
+    assert out.splitlines()[0].startswith(str(clone / "labs" / "01_numerics.ipynb"))
+
+
+def test_check_from_the_clone_root_shows_a_relative_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graded: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    clone = _clone(tmp_path, "01_numerics.ipynb")
+    monkeypatch.chdir(clone)
+    main(["check", "numerics"])
+    assert capsys.readouterr().out.startswith(str(Path("labs", "01_numerics.ipynb")) + ":")
+
+
+def test_check_takes_a_renamed_lab_but_refuses_two(tmp_path: Path) -> None:
+    lab = find_lab("01")
+    clone = _clone(tmp_path, "01_my_numerics.ipynb")
+    assert find_lab_notebook(lab, clone) == clone / "labs" / "01_my_numerics.ipynb"
+    (clone / "labs" / "01_copy.ipynb").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="several lab 01"):
+        find_lab_notebook(lab, clone)
+    (clone / "labs" / "01_numerics.ipynb").write_text("{}")  # the exact name wins
+    assert find_lab_notebook(lab, clone) == clone / "labs" / "01_numerics.ipynb"
+
+
+def test_check_without_a_lab_file_fails_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graded: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    _clone(tmp_path, "00_orientation.ipynb")  # a clone, but without lab 01
+    monkeypatch.chdir(tmp_path / "clone")
+    assert main(["check", "01"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("a2s check: error: no labs/01_*.ipynb in ")
+    assert len(err.strip().splitlines()) == 1 and "--notebook" in err
+    assert graded == []
+
+
+def test_check_notebook_option_overrides_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graded: list[str]
+) -> None:
+    mine = tmp_path / "attempt.ipynb"
+    mine.write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    main(["check", "01", "--notebook", str(mine)])
+    assert [Path(p) for p in graded] == [mine]
+
+
+def test_table_keeps_whole_messages_wrapped() -> None:
+    fix = "fix: reverse the topological order before the backward sweep"
+    message = "grad of a mismatch " * 40 + f"\n{fix}"
+    ex = ExerciseResult("02.5", "Backward", 0.0, 2.0, "failed", message)
+    lines = results_table(SubmissionResult("x.ipynb", "02", 0.0, 2.0, None, [ex]), width=80)
+    body = lines[2:]
+    assert all(len(line) <= 80 for line in body), body
+    assert " ".join(" ".join(body).split()) == " ".join(message.split())
+    assert body[-1].strip() == fix  # the message's own lines are kept
+    assert all(line.startswith(" " * 11) for line in body)
