@@ -1,4 +1,4 @@
-"""Graders: one module per lab (``lab00``, ``lab01``, ...) built on :mod:`minitorch.checks.core`.
+"""Graders: one module or package per lab (``lab00``, ``lab01/``, ...) on :mod:`.core`.
 
 Shared by concept, not per lab: :mod:`.cases` (cases as data, one runner, fresh cases),
 :mod:`.compare` (reading and comparing results), :mod:`.vjp` (torch ground truth for backward

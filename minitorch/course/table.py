@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 __all__ = ["results_table", "shown_path"]
 
-_MARK = {"passed": "✔", "failed": "✘", "error": "!", "timeout": "⏱", "missing": "?"}
+_MARK = {
+    "passed": "✔", "failed": "✘", "error": "!", "timeout": "⏱", "missing": "?", "tampered": "✘",
+}  # fmt: skip
 _INDENT = " " * 11  # under the exercise id
 
 
@@ -27,7 +29,7 @@ def results_table(result: SubmissionResult, width: int | None = None) -> list[st
     if result.error:
         lines += _wrapped(f"error: {result.error}", "  ", width)
     for ex in result.exercises:
-        lines.append(f"  {_MARK.get(ex.status, ' ')} {ex.id}  {ex.status:<7} "
+        lines.append(f"  {_MARK.get(ex.status, ' ')} {ex.id}  {ex.status:<8} "
                      f"{ex.points:g}/{ex.max_points:g}  {ex.title}")  # fmt: skip
         if ex.status != "passed" and ex.message:
             lines += _wrapped(ex.message, _INDENT, width)

@@ -43,7 +43,7 @@ ATTACKS: dict[str, str] = {
     """,
     "input transformer that blanks later check cells": """
         def _blank(lines):
-            return ['pass\\n'] if any('check_' in ln for ln in lines) else lines
+            return ['pass\\n'] if any('check' in ln for ln in lines) else lines
         get_ipython().input_transformers_cleanup.append(_blank)
     """,
     "silence the traceback display": """
@@ -135,11 +135,14 @@ ATTACKS: dict[str, str] = {
         import minitorch.checks.lab00 as g
         g.check_matmul_flops.__code__ = (lambda *a, **k: None).__code__
     """,
-    "patch a helper the grader uses": """
+    "patch a helper the grader uses": textwrap.dedent("""
         import minitorch.checks.lab00 as g
-        g.assert_true = lambda *a, **k: None
-        g._counted_flops = lambda m, n, k: m * n * k
-    """ + WRONG,
+        g._counted_flops = lambda m, n, k: m * n * k  # the ground truth now agrees with WRONG
+    """) + WRONG,
+    "patch the shared case runner": textwrap.dedent("""
+        import minitorch.checks.cases as c, minitorch.checks.lab00 as g
+        c.run_cases = g.run_cases = lambda *a, **k: None
+    """) + WRONG,
     "patch a builtin": """
         import builtins
         builtins.isinstance = lambda *a: True
@@ -162,10 +165,10 @@ ATTACKS: dict[str, str] = {
             sys.setprofile(None)
             return costs.matmul_flops(m, n, k)
     """,
-    "exec into the grader's namespace": """
+    "exec into the grader's namespace": textwrap.dedent("""
         import minitorch.checks.lab00 as g
-        exec('def assert_true(c, m):\\n    pass', vars(g))
-    """ + WRONG,
+        exec('def _counted_flops(m, n, k):\\n    return m * n * k', vars(g))
+    """) + WRONG,
     "ctypes poke": """
         import ctypes
         ctypes.memmove(id(0) + 24, id(1) + 24, 8)
