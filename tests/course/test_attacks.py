@@ -138,11 +138,13 @@ ATTACKS: dict[str, str] = {
     "patch a helper the grader uses": textwrap.dedent("""
         import minitorch.checks.lab00 as g
         g._counted_flops = lambda m, n, k: m * n * k  # the ground truth now agrees with WRONG
-    """) + WRONG,
+    """)
+    + WRONG,
     "patch the shared case runner": textwrap.dedent("""
         import minitorch.checks.cases as c, minitorch.checks.lab00 as g
         c.run_cases = g.run_cases = lambda *a, **k: None
-    """) + WRONG,
+    """)
+    + WRONG,
     "patch a builtin": """
         import builtins
         builtins.isinstance = lambda *a: True
@@ -168,7 +170,8 @@ ATTACKS: dict[str, str] = {
     "exec into the grader's namespace": textwrap.dedent("""
         import minitorch.checks.lab00 as g
         exec('def _counted_flops(m, n, k):\\n    return m * n * k', vars(g))
-    """) + WRONG,
+    """)
+    + WRONG,
     "ctypes poke": """
         import ctypes
         ctypes.memmove(id(0) + 24, id(1) + 24, 8)
