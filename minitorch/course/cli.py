@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="run the labs' performance experiments")
     s.add_argument("lab", nargs="?", metavar="LAB", help="only this lab")
     s.add_argument("--json", metavar="OUT", help="also write figures as JSON")
+    s.add_argument("--watch", action="store_true",
+                   help="instead: the forbidden-call watch's cost per check")  # fmt: skip
     return p
 
 

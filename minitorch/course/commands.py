@@ -218,8 +218,29 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _bench_watch(args: argparse.Namespace) -> int:
+    from minitorch.bench import one_thread
+    from minitorch.course.overhead import watch_overhead
+
+    root = _root()
+    labs = [_lab(args.lab)] if args.lab else [lab for lab, _ in existing_labs(root)]
+    worst = 0.0
+    for lab in labs:
+        with one_thread():
+            costs = watch_overhead(lab.solution_path(root))
+        for c in costs:
+            worst = max(worst, c.ratio)
+            print(f"[{lab.number}] {c.cell:<12} unwatched {c.unwatched * 1e3:8.1f} ms   "
+                  f"watched {c.watched * 1e3:8.1f} ms   x{c.ratio:.2f}")  # fmt: skip
+    print(f"worst overhead x{worst:.2f} (the course keeps it under x2)")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from minitorch.bench import load, one_thread
+
+    if args.watch:
+        return _bench_watch(args)
 
     registry = load()
     if args.lab:

@@ -299,3 +299,12 @@ def test_a_numpy_scalar_subclass_fails_and_numpy_scalars_pass() -> None:
     for x in (np.float32(1.5), np.float64(2), np.int64(3), np.uint8(4), np.bool_(True)):
         assert type(plain(x)) is type(x) and plain(x) == x
     assert type(plain(np.str_("a"))) is np.str_
+
+
+def test_the_watch_overhead_bench_times_every_check_of_a_lab() -> None:
+    from minitorch.course.overhead import watch_overhead
+    from minitorch.course.syllabus import repo_root
+
+    costs = watch_overhead(repo_root() / "solutions" / "00_orientation.ipynb", repeats=1)
+    assert [c.cell for c in costs] == ["check-00-1", "check-00-2"]
+    assert all(c.watched > 0 and c.unwatched > 0 for c in costs)  # figures, never asserted
