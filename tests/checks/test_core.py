@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -308,3 +310,29 @@ def test_the_watch_overhead_bench_times_every_check_of_a_lab() -> None:
     costs = watch_overhead(repo_root() / "solutions" / "00_orientation.ipynb", repeats=1)
     assert [c.cell for c in costs] == ["check-00-1", "check-00-2"]
     assert all(c.watched > 0 and c.unwatched > 0 for c in costs)  # figures, never asserted
+
+
+def test_measured_code_may_use_only_the_public_api() -> None:
+    from minitorch.checks.hygiene import assert_public_api
+
+    alias = getattr
+
+    def public(ctx: object, a: np.ndarray) -> np.ndarray:
+        return np.add(a, 1)
+
+    def private(ctx: object) -> None:
+        ctx._stats = 0  # type: ignore[attr-defined]
+
+    def helper(ctx: object) -> None:
+        setattr(ctx, "x", 1)  # noqa: B010
+
+    def via_helper(ctx: object) -> None:
+        helper(ctx)
+
+    def aliased(ctx: object) -> object:
+        return alias(ctx, "_stats")
+
+    assert_public_api(public, what="your kernel", api="ctx")
+    for bad, shown in ((private, "._stats"), (via_helper, "setattr"), (aliased, "alias")):
+        with pytest.raises(CheckFailure, match=f"uses `{re.escape(shown)}"):
+            assert_public_api(bad, what="your kernel", api="ctx")
