@@ -1,0 +1,305 @@
+"""Graders of lab 06: right answers pass, realistic wrong ones, budget breakers and reference
+calls fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.checks import lab06
+from minitorch.checks.core import ReferenceCalledError
+from minitorch.hardware import cache
+from minitorch.kernels import matmul, traces
+from tests.helpers.graders import always_equal, rejects, unblocked_in
+
+unblocked_k = unblocked_in("minitorch.kernels")
+unblocked_h = unblocked_in("minitorch.hardware")
+
+
+# --------------------------------------------------------------------------- answers
+def lru_hits(addrs, size, line, ways, bug=""):
+    n_sets = size // (line * ways)
+    sets = [[] for _ in range(n_sets)]
+    hits = np.zeros(len(addrs), dtype=bool)
+    for t, addr in enumerate(addrs.tolist()):
+        ln = addr if bug == "no line" else addr // line
+        s = sets[(addr if bug == "set from address" else ln) % n_sets]
+        if ln in s:
+            hits[t] = True
+            if bug != "fifo":
+                s.remove(ln)
+                s.append(ln)
+            continue
+        if len(s) == ways:
+            s.pop(-1 if bug == "evict mru" else 0)
+        s.append(ln)
+    return hits
+
+
+def loop_trace(n, order, layout="row", elem=8):
+    v = dict(zip(order, np.indices((n, n, n), dtype=np.int64).reshape(3, -1), strict=True))
+    i, j, k = v["i"], v["j"], v["k"]
+
+    def at(r, c):
+        return r * n + c if layout == "row" else c * n + r
+
+    a, b, c = at(i, k) * elem, n * n * elem + at(k, j) * elem, 2 * n * n * elem + at(i, j) * elem
+    return np.stack([a, b, c], axis=1).ravel()
+
+
+def predicted_misses(n, order, line_elems, inner_at=-1, invariant=0.0, per_line=True):
+    inner = order[inner_at]
+    per_run = 0.0
+    for index in ("ik", "kj", "ij"):
+        if index[1] == inner:
+            per_run += n / line_elems if per_line else n
+        elif index[0] == inner:
+            per_run += n
+        else:
+            per_run += invariant
+    return float(n * n * per_run)
+
+
+def blocked_trace(n, tile, clip=True, b_swapped=False):
+    parts = []
+    for i0 in range(0, n, tile):
+        for k0 in range(0, n, tile):
+            for j0 in range(0, n, tile):
+                end = (lambda s: min(s + tile, n)) if clip else (lambda s: s + tile)
+                i, k, j = np.meshgrid(
+                    np.arange(i0, end(i0)),
+                    np.arange(k0, end(k0)),
+                    np.arange(j0, end(j0)),
+                    indexing="ij",
+                )
+                i, k, j = i.ravel(), k.ravel(), j.ravel()
+                parts.append(
+                    np.stack(
+                        [
+                            (i * n + k) * 8,
+                            (n * n + (j * n + k if b_swapped else k * n + j)) * 8,
+                            (2 * n * n + i * n + j) * 8,
+                        ],
+                        axis=1,
+                    ).ravel()
+                )
+    return np.concatenate(parts)
+
+
+def matmul_tiled(a, b, tile, kernel=np.matmul):
+    (n, inner), m = a.shape, b.shape[1]
+    c = np.zeros((n, m))
+    for i in range(0, n, tile):
+        for k in range(0, inner, tile):
+            for j in range(0, m, tile):
+                c[i : i + tile, j : j + tile] += kernel(
+                    a[i : i + tile, k : k + tile], b[k : k + tile, j : j + tile]
+                )
+    return c
+
+
+# --------------------------------------------------------------------------- 06.1
+def test_lru_hits_passes(capsys):
+    hit_mask = unblocked_h(cache.hit_mask)
+    lab06.check_lru_hits(lru_hits)
+    lab06.check_lru_hits(lambda a, s, ln, w: hit_mask(a, cache.CacheConfig(s, ln, w)))
+    assert capsys.readouterr().out.count("✔ Exercise 06.1 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("fifo", "FIFO"),
+        ("evict mru", "\\*least\\* recently used"),
+        ("set from address", "chosen by the line number"),
+        ("no line", "share one cache line"),
+    ],
+)
+def test_lru_hits_rejects_wrong_answers(bug, match):
+    rejects(lab06.check_lru_hits, lambda *a: lru_hits(*a, bug=bug), match=match)
+
+
+def test_lru_hits_rejects_values_that_decide_their_own_equality():
+    rejects(lab06.check_lru_hits, lambda *a: always_equal(lru_hits(*a)), match="subclass")
+
+
+def test_lru_hits_rejects_the_reference():
+    def through_simulator(addrs, size, line, ways):
+        return cache.hit_mask(addrs, cache.CacheConfig(size, line, ways))
+
+    def through_class(addrs, size, line, ways):
+        return ~cache.LRUCache(cache.CacheConfig(size, line, ways)).access_lines(addrs // line)
+
+    for fn in (through_simulator, through_class):
+        rejects(lab06.check_lru_hits, fn, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 06.2
+def test_loop_trace_passes(capsys):
+    lab06.check_loop_trace(loop_trace)
+    lab06.check_loop_trace(unblocked_k(traces.loop_trace))
+    assert capsys.readouterr().out.count("✔ Exercise 06.2 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda n, o: loop_trace(n, o[::-1]), "outermost"),
+        (lambda n, o: loop_trace(n, o, layout="col"), "Column-major"),
+        (lambda n, o: loop_trace(n, o, elem=1), "in bytes"),
+        (lambda n, o: loop_trace(n, o).astype(np.float64), "int"),
+    ],
+)
+def test_loop_trace_rejects_wrong_answers(wrong, match):
+    rejects(lab06.check_loop_trace, wrong, match=match)
+
+
+def test_loop_trace_rejects_the_reference():
+    rejects(
+        lab06.check_loop_trace, traces.loop_trace, match="loop_trace", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 06.3
+def test_predicted_misses_passes(capsys):
+    lab06.check_predicted_misses(predicted_misses)
+    lab06.check_predicted_misses(unblocked_k(traces.predicted_misses))
+    assert capsys.readouterr().out.count("✔ Exercise 06.3 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"inner_at": 0}, "innermost loop is order\\[-1\\]"),
+        ({"per_line": False}, "once per \\*line\\*"),
+        ({"invariant": "n"}, "stays in cache"),
+    ],
+)
+def test_predicted_misses_rejects_wrong_answers(kwargs, match):
+    def wrong(n, order, line_elems):
+        extra = {"invariant": float(n)} if kwargs.get("invariant") == "n" else kwargs
+        return predicted_misses(n, order, line_elems, **extra)
+
+    rejects(lab06.check_predicted_misses, wrong, match=match)
+
+
+def test_predicted_misses_accepts_one_miss_per_run_for_the_invariant_array(capsys):
+    lab06.check_predicted_misses(lambda *a: predicted_misses(*a, invariant=1.0))
+    assert "✔ Exercise 06.3 passed" in capsys.readouterr().out
+
+
+def test_predicted_misses_rejects_the_reference():
+    rejects(
+        lab06.check_predicted_misses,
+        traces.predicted_misses,
+        match="predicted_misses",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 06.4
+def test_blocked_trace_passes(capsys):
+    lab06.check_blocked_trace(blocked_trace)
+    lab06.check_blocked_trace(unblocked_k(traces.blocked_trace))
+    assert capsys.readouterr().out.count("✔ Exercise 06.4 passed") == 2
+
+
+def test_blocked_trace_value_correct_but_untiled_breaks_the_budget():
+    # every iteration exactly once (C is right), in the best loop order: ~2-4x the traffic
+    rejects(lab06.check_blocked_trace, lambda n, t: loop_trace(n, "ikj"), match="budget")
+    rejects(lab06.check_blocked_trace, lambda n, t: loop_trace(n, "ijk"), match="budget")
+
+
+def test_blocked_trace_with_the_wrong_tile_breaks_the_budget():
+    # tiles of 16 do not fit 3 at a time in 2 KiB: correct values, too much traffic
+    rejects(lab06.check_blocked_trace, lambda n, t: blocked_trace(n, 16), match="budget")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda n, t: blocked_trace(n, t, clip=False), "integer addresses"),
+        (lambda n, t: blocked_trace(n, t)[: -3 * 8], "integer addresses"),
+        (lambda n, t: blocked_trace(n, t, b_swapped=True), "one iteration"),
+        (
+            lambda n, t: np.concatenate([blocked_trace(n, t)[3:], blocked_trace(n, t)[-3:]]),
+            "missing",
+        ),
+    ],
+)
+def test_blocked_trace_rejects_wrong_iterations(wrong, match):
+    rejects(lab06.check_blocked_trace, wrong, match=match)
+
+
+def test_blocked_trace_rejects_the_reference():
+    for fn in (traces.blocked_trace, lambda n, t: traces.loop_trace(n, "ikj")):
+        rejects(lab06.check_blocked_trace, fn, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 06.5
+def test_matmul_tiled_passes(capsys):
+    lab06.check_matmul_tiled(matmul_tiled)
+    lab06.check_matmul_tiled(unblocked_k(matmul.matmul_tiled))
+    assert capsys.readouterr().out.count("✔ Exercise 06.5 passed") == 2
+
+
+def _for_show(a, b, tile, kernel):
+    matmul_tiled(a, b, tile, kernel)  # the right calls, results thrown away
+    return a @ b
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda a, b, tile, kernel: a @ b, "never called"),
+        (lambda a, b, tile, kernel: kernel(a, b), "larger than"),
+        (lambda a, b, tile, kernel: matmul_tiled(a, b, max(tile // 2, 1), kernel), "kernel calls"),
+        (_for_show, "sum of what kernel\\(\\) returns"),
+        (lambda a, b, tile, kernel: matmul_tiled(a, b.T.copy().T, tile, kernel).T, "differs|shape"),
+    ],
+)
+def test_matmul_tiled_rejects_wrong_answers(wrong, match):
+    rejects(lab06.check_matmul_tiled, wrong, match=match)
+
+
+def test_matmul_tiled_rejects_the_reference():
+    rejects(
+        lab06.check_matmul_tiled,
+        lambda a, b, tile, kernel: matmul.matmul_tiled(a, b, tile, kernel),
+        match="matmul_tiled",
+        error=ReferenceCalledError,
+    )
+
+
+def test_blocked_trace_any_tile_order_passes(capsys):
+    def tiles_ijk(n, tile):  # tiles (ii, jj, kk), inside i, j, k: another legitimate tiling
+        parts = []
+        for i0 in range(0, n, tile):
+            for j0 in range(0, n, tile):
+                for k0 in range(0, n, tile):
+                    i, j, k = np.meshgrid(
+                        np.arange(i0, min(i0 + tile, n)),
+                        np.arange(j0, min(j0 + tile, n)),
+                        np.arange(k0, min(k0 + tile, n)),
+                        indexing="ij",
+                    )
+                    i, j, k = i.ravel(), j.ravel(), k.ravel()
+                    block = np.stack(
+                        [(i * n + k) * 8, (n * n + k * n + j) * 8, (2 * n * n + i * n + j) * 8],
+                        axis=1,
+                    ).ravel()
+                    parts.append(block)
+        return np.concatenate(parts)
+
+    lab06.check_blocked_trace(tiles_ijk)
+    assert "✔ Exercise 06.4 passed" in capsys.readouterr().out
+
+
+def test_a_tiled_matmul_that_resets_the_call_count_is_rejected():
+    def reset(a, b, tile, kernel):  # right values, then the call count zeroed through the closure
+        out = a @ b
+        for cell in kernel.__closure__ or ():
+            cell.cell_contents = 0
+        return out
+
+    rejects(lab06.check_matmul_tiled, reset, match="uses `.__closure__`")
