@@ -1,0 +1,220 @@
+"""Graders of exercises 08.4 and 08.5: FlashAttention forward and backward.
+
+Ground truth: ``F.scaled_dot_product_attention`` and its autograd in float64 (and
+``torch.logsumexp`` of the masked scaled scores for L), causal and not, lengths that are not a
+multiple of the blocks, a custom scale. Budgets, all enforced: every load and store fits its
+SRAM tile (``HBM.limits``); the bytes read and written equal the IO model's count, computed
+here by a plain loop over the tile pairs; the kernel's extra memory (tracemalloc) stays within
+a few tiles, so a kernel that builds the n x n matrix in Python memory fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import assert_close, fmt_bytes, fresh_rng, grader, rng
+from minitorch.checks.lab08.kernel import assert_peak, assert_traffic, run_kernel
+from minitorch.kernels.io_model import HBM, Traffic
+
+__all__ = ["check_flash_backward", "check_flash_forward"]
+
+_REF = tuple(
+    f"minitorch.kernels.{m}:{f}"
+    for m, f in (
+        ("flash", "flash_attention_forward"),
+        ("flash", "flash_attention_backward"),
+        ("flash", "flash_attention"),
+        ("flash", "_scores"),
+        ("attention", "naive_attention"),
+        ("attention", "naive_attention_hbm"),
+    )
+)
+Spec = tuple[str, int, int, int, int, bool, float | None]
+_NAMED: list[Spec] = [
+    ("n = 16, blocks of 4", 16, 4, 4, 4, False, None),
+    ("n = 16, causal", 16, 4, 4, 4, True, None),
+    ("n = 37 (not a multiple), causal, bq < bk", 37, 8, 8, 16, True, None),
+    ("n = 37, bq > bk", 37, 8, 16, 8, False, None),
+    ("n = 5 < one block, causal", 5, 4, 8, 8, True, None),
+    ("scale 0.5, causal", 24, 8, 8, 8, True, 0.5),
+]
+_MEMORY: Spec = ("memory: n = 1024, d = 16, blocks of 32", 1024, 16, 32, 32, True, None)
+_RESCALE = (
+    "When a new key block raises the running maximum m to m', rescale both l and the "
+    "output accumulator by exp(m - m') before adding the new block."
+)
+_MEM_HINT = (
+    "Extra memory must stay O(tiles): never build an n x n (or bq x n) score matrix, "
+    "nor gather all of K or V; keep one K_j, V_j tile at a time."
+)
+
+
+def _cases(exercise: str) -> list[Spec]:
+    g = fresh_rng(exercise)
+    new = []
+    for i in range(3):
+        n, d = int(g.integers(1, 70)), int(g.integers(1, 17))
+        bq, bk, causal = int(g.integers(1, 20)), int(g.integers(1, 20)), bool(g.integers(0, 2))
+        new.append(
+            (
+                fresh(f"random case {i}: n = {n}, d = {d}, blocks {bq}/{bk}, causal {causal}"),
+                n,
+                d,
+                bq,
+                bk,
+                causal,
+                None,
+            )
+        )
+    return _NAMED + new
+
+
+def _limits(bq: int, bk: int, d: int) -> dict[str, int]:
+    rows = {"Q": bq, "O": bq, "dO": bq, "dQ": bq, "K": bk, "V": bk, "dK": bk, "dV": bk}
+    return {**{k: r * d for k, r in rows.items()}, "L": bq, "D": bq}
+
+
+def _budget(n: int, d: int, bq: int, bk: int) -> int:
+    """Extra bytes allowed: 64 KiB of interpreter slack, 4 copies of one step's tiles
+    (S and P: bq x bk; Q_i, K_j, V_j and the accumulator; the row statistics), 8 values a row."""
+    return 64 * 1024 + 4 * 8 * (bq * bk + (bq + 2 * bk) * d + 4 * bq) + 8 * 8 * n
+
+
+def _truth(q, k, v, causal: bool, scale: float | None, do: np.ndarray | None = None):
+    tq, tk, tv = (torch.tensor(a, requires_grad=do is not None) for a in (q, k, v))
+    o = F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)
+    s = (tq @ tk.T) * (scale if scale is not None else 1 / np.sqrt(q.shape[1]))
+    if causal:
+        s = s.masked_fill(torch.ones(len(q), len(q), dtype=torch.bool).triu(1), -torch.inf)
+    lse = torch.logsumexp(s, dim=1)
+    if do is None:
+        return o.detach().numpy(), lse.detach().numpy()
+    o.backward(torch.from_numpy(do))
+    return o.detach().numpy(), lse.detach().numpy(), [t.grad.numpy() for t in (tq, tk, tv)]
+
+
+def _pairs(n: int, bq: int, bk: int, causal: bool) -> list[tuple[int, int, int, int]]:
+    """(i0, i1, j0, j1) of every tile pair attention visits: causal skips j0 >= i1."""
+    return [
+        (i0, min(i0 + bq, n), j0, min(j0 + bk, n))
+        for i0 in range(0, n, bq)
+        for j0 in range(0, n, bk)
+        if not causal or j0 < min(i0 + bq, n)
+    ]
+
+
+def _forward_model(n: int, d: int, bq: int, bk: int, causal: bool) -> Traffic:
+    kv = sum(2 * (j1 - j0) * d for _, _, j0, j1 in _pairs(n, bq, bk, causal))
+    return Traffic(8 * (n * d + kv), 8 * (n * d + n))
+
+
+def _backward_model(n: int, d: int, bq: int, bk: int, causal: bool) -> Traffic:
+    pairs = _pairs(n, bq, bk, causal)
+    reads = 2 * n * d + 2 * n * d + sum((3 * d + 2) * (i1 - i0) for i0, i1, _, _ in pairs)
+    writes = n + sum(d * (i1 - i0) for i0, i1, _, _ in pairs) + 2 * n * d
+    return Traffic(8 * reads, 8 * writes)
+
+
+@grader("08.4", blocks=_REF)
+def check_flash_forward(flash_forward: Callable[..., object]) -> str:
+    """Exercise 08.4: FlashAttention forward, O and L in HBM, traffic and memory in budget."""
+    cases = [*_cases("08.4"), _MEMORY]
+    for idx, (case, n, d, bq, bk, causal, scale) in enumerate(cases):
+        q, k, v = (rng(840 + idx).standard_normal((n, d)) for _ in range(3))
+        hbm = HBM(
+            {"Q": q, "K": k, "V": v, "O": np.zeros((n, d)), "L": np.zeros(n)}, _limits(bq, bk, d)
+        )
+        peak = run_kernel(flash_forward, hbm, bq, bk, causal, scale, case=case)
+        o, lse = _truth(q, k, v, causal, scale)
+        assert_close(hbm.array("O"), o, case=case, rtol=1e-9, atol=1e-11, what="O", hint=_RESCALE)
+        assert_close(
+            hbm.array("L"),
+            lse,
+            case=case,
+            rtol=1e-9,
+            atol=1e-11,
+            what="L",
+            hint="L_i = m_i + log(l_i): the logsumexp of the row's scaled scores.",
+        )
+        if case == _MEMORY[0]:  # after the small cases: the interpreter is warm by then
+            assert_peak(peak, _budget(n, d, bq, bk), case=case, hint=_MEM_HINT)
+        model = _forward_model(n, d, bq, bk, causal)
+        full = _forward_model(n, d, bq, bk, False)
+        assert_traffic(
+            hbm.traffic(),
+            model,
+            case=case,
+            other=(
+                "Read Q_i once per query block, K_j and V_j once per tile pair, and write O_i and "
+                "L_i once, after the inner loop."
+            ),
+            hints=[
+                (
+                    Traffic(full.reads - model.reads, 0),
+                    "Causal: skip the key blocks that start at or after the query block's end.",
+                )
+            ],
+        )
+    n = _MEMORY[1]
+    return (
+        f"{len(cases)} cases match torch SDPA with the IO model's traffic; at n = {n} the "
+        f"kernel peaked at {fmt_bytes(peak)}, the n x n scores alone are "
+        f"{fmt_bytes(8 * n * n)}"
+    )
+
+
+@grader("08.5", blocks=_REF)
+def check_flash_backward(flash_backward: Callable[..., object]) -> str:
+    """Exercise 08.5: FlashAttention backward with recomputation, traffic and memory in budget."""
+    cases = [*_cases("08.5"), _MEMORY]
+    for idx, (case, n, d, bq, bk, causal, scale) in enumerate(cases):
+        q, k, v, do = (rng(850 + idx).standard_normal((n, d)) for _ in range(4))
+        o, lse, grads = _truth(q, k, v, causal, scale, do)
+        z = np.zeros((n, d))
+        hbm = HBM(
+            {
+                "Q": q,
+                "K": k,
+                "V": v,
+                "O": o,
+                "L": lse,
+                "dO": do,
+                "dQ": z,
+                "dK": z,
+                "dV": z,
+                "D": np.zeros(n),
+            },
+            _limits(bq, bk, d),
+        )
+        peak = run_kernel(flash_backward, hbm, bq, bk, causal, scale, case=case)
+        for name, want in zip(("dQ", "dK", "dV"), grads, strict=True):
+            assert_close(
+                hbm.array(name),
+                want,
+                case=case,
+                rtol=1e-9,
+                atol=1e-11,
+                what=name,
+                hint="P = exp(S - L) recomputed per tile; dS = P * (dP - D) with "
+                "D = rowsum(dO * O); dQ and dK carry the scale.",
+            )
+        if case == _MEMORY[0]:  # after the small cases: the interpreter is warm by then
+            assert_peak(peak, _budget(n, d, bq, bk), case=case, hint=_MEM_HINT)
+        assert_traffic(
+            hbm.traffic(),
+            _backward_model(n, d, bq, bk, causal),
+            case=case,
+            hints=[],
+            other="The model: one pass for D (read O, dO; write D); per key block "
+            "read K_j, V_j, write dK_j, dV_j once; per visited tile pair read Q_i, "
+            "dO_i, L_i, D_i, dQ_i and write dQ_i. Nothing of size n x n in HBM.",
+        )
+    return (
+        f"{len(cases)} cases match torch autograd with the IO model's traffic; P recomputed "
+        f"from L, peak {fmt_bytes(peak)} at n = {_MEMORY[1]}"
+    )
