@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
+from minitorch.hardware.measure import median_seconds
+
 __all__ = ["Figure", "alternate", "load", "median_time", "one_thread", "register", "registry"]
 
 
@@ -103,16 +105,7 @@ def _maybe_torch():
     return torch
 
 
-def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
-    """Median wall time of ``fn()`` in seconds over ``repeats`` runs after ``warmup``."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+median_time = median_seconds  # one implementation: minitorch.hardware.measure
 
 
 def alternate(

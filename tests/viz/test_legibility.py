@@ -231,14 +231,19 @@ FIGURES: dict[str, Callable[[], Figure]] = {
 }
 
 
-@pytest.mark.parametrize("name", FIGURES)
-def test_figure_is_legible_at_lab_width(name: str) -> None:
-    fig = FIGURES[name]()
+def assert_legible(name: str, make: Callable[[], Figure]) -> None:
+    """Render ``make()`` as a notebook would and fail with every legibility problem found."""
+    fig = make()
     try:
         problems, (width, height) = legibility_problems(fig)
     finally:
         plt.close(fig)
     assert not problems, f"{name} ({width} x {height} px):\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_is_legible_at_lab_width(name: str) -> None:
+    assert_legible(name, FIGURES[name])
 
 
 def test_the_check_finds_small_text_and_escaped_labels() -> None:

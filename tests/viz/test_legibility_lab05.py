@@ -6,12 +6,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import pytest
 
 from minitorch.hardware import SPECS, Roofline
 from minitorch.viz import roofline as viz
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 _OPS = [
     ("gemm 1024³", 170.7, 1.1e11),
@@ -43,9 +42,4 @@ FIGURES = {
 
 @pytest.mark.parametrize("name", FIGURES)
 def test_lab05_figure_is_legible(name: str) -> None:
-    fig = FIGURES[name]()
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"{name} ({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(name, FIGURES[name])

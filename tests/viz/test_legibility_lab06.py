@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import matplotlib.pyplot as plt
 import pytest
 from matplotlib.figure import Figure
 
 from minitorch.viz import tiling
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
 NS = [16, 24, 32, 40, 48, 56, 64]
@@ -38,9 +37,4 @@ FIGURES: dict[str, Callable[[], Figure]] = {
 
 @pytest.mark.parametrize("name", FIGURES)
 def test_figure_is_legible_at_lab_width(name: str) -> None:
-    fig = FIGURES[name]()
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"{name} ({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(name, FIGURES[name])

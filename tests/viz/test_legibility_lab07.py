@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pytest
 
 from minitorch.viz import simt
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 STRIDES = [1, 2, 3, 4, 6, 8, 16, 32]
 FIGURES = {
@@ -31,9 +30,4 @@ FIGURES = {
 
 @pytest.mark.parametrize("name", FIGURES)
 def test_lab07_figure_is_legible_at_lab_width(name: str) -> None:
-    fig = FIGURES[name]()
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"{name} ({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(name, FIGURES[name])
