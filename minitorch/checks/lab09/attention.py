@@ -1,0 +1,130 @@
+"""Graders of exercises 09.1 (causal scaled dot-product attention) and 09.2 (grouped-query
+attention). Ground truth: ``torch.nn.functional.scaled_dot_product_attention`` in float64
+(``is_causal=True``; ``enable_gqa=True`` for 09.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from minitorch.checks.cases import Case, Mistake, fresh
+from minitorch.checks.core import fresh_rng, grader, rng
+from minitorch.checks.lab09.common import run_array_cases
+
+__all__ = ["check_causal_attention", "check_gqa"]
+
+_A = "minitorch.model.attention"
+_BLOCKS = (f"{_A}:scaled_dot_product_attention", f"{_A}:repeat_kv", f"{_A}:CausalSelfAttention")
+_GQA_BLOCKS = _BLOCKS[
+    1:
+]  # 09.2 may use attention itself (the reference stands in for a failed 09.1)
+
+
+def _sdpa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    gqa = q.shape[-3] != k.shape[-3]
+    return F.scaled_dot_product_attention(tq, tk, tv, is_causal=True, enable_gqa=gqa).numpy()
+
+
+def _plain(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, mask: int | None
+) -> np.ndarray:
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if mask is not None:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool), k=mask), s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    return p / p.sum(axis=-1, keepdims=True) @ v
+
+
+_ATT_MISTAKES = (
+    Mistake(
+        "Every query sees every key: mask the scores above the diagonal (key j > query i) "
+        "to -inf before the softmax.",
+        lambda q, k, v: _plain(q, k, v, q.shape[-1] ** -0.5, None),
+    ),
+    Mistake(
+        "Scale the scores by 1/sqrt(d), d = head dim (the last axis of q).",
+        lambda q, k, v: _plain(q, k, v, 1.0, 0),
+    ),
+    Mistake(
+        "The scale is 1/sqrt(d), not 1/d.", lambda q, k, v: _plain(q, k, v, 1.0 / q.shape[-1], 0)
+    ),
+    Mistake(
+        "A query attends to its own position too: keep the diagonal (mask only j > i).",
+        when=lambda got, q, k, v: bool(np.isnan(got).any()),
+    ),
+)
+
+
+def _qkv(g: np.random.Generator, b: int, h: int, hkv: int, t: int, d: int) -> tuple:
+    return (
+        g.standard_normal((b, h, t, d)),
+        g.standard_normal((b, hkv, t, d)),
+        g.standard_normal((b, hkv, t, d)),
+    )
+
+
+@grader("09.1", blocks=_BLOCKS)
+def check_causal_attention(causal_attention: Callable[..., object]) -> str:
+    """Exercise 09.1: softmax(q k^T / sqrt(d) + causal mask) v."""
+    r, f = rng(91), fresh_rng("09.1")
+    shapes = [
+        ("one head, T=4, d=8", (1, 1, 4, 8)),
+        ("2 x 3 heads, T=7, d=16", (2, 3, 7, 16)),
+        ("T=1", (1, 2, 1, 4)),
+    ]
+    cases = [
+        Case(label, _qkv(r, s[0], s[1], s[1], s[2], s[3]), _sdpa, _ATT_MISTAKES)
+        for label, s in shapes
+    ]
+    for i in range(2):
+        b, h, t, d = (int(x) for x in f.integers([1, 1, 2, 2], [3, 5, 12, 33]))
+        cases.append(Case(fresh(f"random case {i}"), _qkv(f, b, h, h, t, d), _sdpa, _ATT_MISTAKES))
+    n = run_array_cases(causal_attention, cases, "attention output")
+    return f"{n} cases equal torch SDPA (is_causal) to 1e-6; T x T scores per head, half masked"
+
+
+def _tiled(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    rep = q.shape[1] // k.shape[1]
+    return _plain(q, np.tile(k, (1, rep, 1, 1)), np.tile(v, (1, rep, 1, 1)), q.shape[-1] ** -0.5, 0)
+
+
+_GQA_MISTAKES = (
+    Mistake(
+        "Query head h uses K/V head h // n_rep (consecutive query heads share one K/V "
+        "head: np.repeat along the head axis), not h % n_kv (np.tile).",
+        _tiled,
+    ),
+)
+
+
+@grader(
+    "09.2",
+    blocks=_GQA_BLOCKS,
+    uses=(("09.1", "causal_attention", f"{_A}:scaled_dot_product_attention"),),
+)
+def check_gqa(gqa_attention: Callable[..., object]) -> str:
+    """Exercise 09.2: grouped-query attention, q (B, H, T, d), k and v (B, H_kv, T, d)."""
+    r, f = rng(92), fresh_rng("09.2")
+    specs = [
+        ("MHA: 4 query heads, 4 K/V heads", (1, 4, 4, 5, 8)),
+        ("GQA: 4 query heads share 2 K/V heads", (2, 4, 2, 6, 8)),
+        ("MQA: 6 query heads share 1 K/V head", (1, 6, 1, 5, 4)),
+        ("GQA: 8 query heads, 4 K/V heads", (1, 8, 4, 3, 4)),
+    ]
+    cases = [Case(label, _qkv(r, *s), _sdpa, _GQA_MISTAKES) for label, s in specs]
+    hkv = int(f.integers(1, 4))
+    cases.append(
+        Case(
+            fresh("random case"),
+            _qkv(f, 2, hkv * int(f.integers(2, 4)), hkv, int(f.integers(2, 10)), 8),
+            _sdpa,
+            _GQA_MISTAKES,
+        )
+    )
+    n = run_array_cases(gqa_attention, cases, "attention output")
+    return f"{n} cases equal torch SDPA (enable_gqa); MQA keeps 1/6 of MHA's K/V cache"

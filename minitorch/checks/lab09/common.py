@@ -1,0 +1,42 @@
+"""Shared by the lab 09 graders: array cases compared with a torch ground truth."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from minitorch.checks.cases import Case, run_cases
+from minitorch.checks.compare import float_array
+
+__all__ = ["run_array_cases"]
+
+
+def _same(got: Any, want: Any) -> bool:
+    g = np.asarray(got, dtype=np.float64)
+    w = np.asarray(want, dtype=np.float64)
+    return g.shape == w.shape and bool(np.allclose(g, w, rtol=1e-6, atol=1e-8))
+
+
+def _message(what: str) -> Callable[[Case, Any, Any, str], str]:
+    def message(case: Case, got: Any, want: Any, hint: str) -> str:
+        g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        if g.shape != w.shape:
+            return f"[{case.label}] {what} has shape {g.shape}, expected {w.shape}. {hint}".strip()
+        err = float(np.nanmax(np.abs(g - w))) if g.size else 0.0
+        return f"[{case.label}] {what} differs from torch (max abs error {err:.3g}). {hint}".strip()
+
+    return message
+
+
+def run_array_cases(student: Callable[..., Any], cases: Sequence[Case], what: str) -> int:
+    """Every case's answer within 1e-6 relative of torch (float64); first known mistake named."""
+    return run_cases(
+        student,
+        cases,
+        message=_message(what),
+        same=_same,
+        read=lambda got, label: float_array(got, label, what),
+        what=what,
+    )
