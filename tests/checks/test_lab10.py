@@ -1,0 +1,291 @@
+"""Graders of lab 10: the reference passes; wrong routing, wrong counts, a capacity-breaking
+router, a padded (budget-breaking) dispatch and reference calls fail."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import minitorch.model.moe_dispatch as dsp
+import minitorch.model.moe_router as r
+from minitorch.checks import lab10
+from minitorch.checks.core import ReferenceCalledError
+from tests.helpers.graders import always_equal, rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.model")
+top_k, slots = unblocked(r.top_k_gating), unblocked(r.assign_slots)
+capacity, dropped = unblocked(r.expert_capacity), unblocked(r.dropped_count)
+probs_of, balance, z_loss = (
+    unblocked(r.router_probs),
+    unblocked(r.load_balancing_loss),
+    unblocked(r.router_z_loss),
+)
+order_of, gather, combine = (
+    unblocked(dsp.dispatch_order),
+    unblocked(dsp.dispatch),
+    unblocked(dsp.combine),
+)
+
+
+# --------------------------------------------------------------------------- 10.1 gating
+def test_top_k_gating_passes(capsys):
+    lab10.check_top_k_gating(top_k)
+    assert "✔ Exercise 10.1 passed" in capsys.readouterr().out
+
+
+def gating_unnormalized(logits, k):
+    p = probs_of(logits)
+    experts = np.argsort(-p, axis=1, kind="stable")[:, :k]
+    return experts, np.take_along_axis(p, experts, axis=1)
+
+
+def gating_ascending(logits, k):
+    experts, gates = top_k(logits, k)
+    return experts[:, ::-1], gates[:, ::-1]
+
+
+def gating_on_logits(logits, k):
+    experts = np.argsort(-logits, axis=1, kind="stable")[:, :k]
+    return experts, np.take_along_axis(logits, experts, axis=1)
+
+
+def gating_unstable_ties(logits, k):
+    """Ties go to the higher expert index."""
+    p = np.round(probs_of(logits), 12)
+    experts = np.argsort(-p - 1e-15 * np.arange(logits.shape[1]), axis=1)[:, :k]
+    return experts, top_k(logits, k)[1]
+
+
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (gating_unnormalized, "renormalizes"),
+        (gating_ascending, "ascending"),
+        (gating_on_logits, "softmax probability"),
+        (gating_unstable_ties, "lower expert index"),
+    ],
+)
+def test_top_k_gating_rejects_wrong_routers(fn, match):
+    rejects(lab10.check_top_k_gating, fn, match=match)
+
+
+def test_top_k_gating_rejects_the_reference_softmax():
+    def via_router_probs(logits, k):
+        p = r.router_probs(logits)
+        experts = np.argsort(-p, axis=1, kind="stable")[:, :k]
+        return experts, np.take_along_axis(p, experts, axis=1)
+
+    rejects(
+        lab10.check_top_k_gating, via_router_probs, match="router_probs", error=ReferenceCalledError
+    )
+
+
+def test_top_k_gating_rejects_the_reference():
+    rejects(
+        lab10.check_top_k_gating, r.top_k_gating, match="top_k_gating", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 10.2 slots
+def test_assign_slots_passes(capsys):
+    lab10.check_assign_slots(slots)
+    assert "✔ Exercise 10.2 passed" in capsys.readouterr().out
+
+
+def slots_token_major(experts, e, cap):
+    n, k = experts.shape
+    position, _ = slots(experts.reshape(n * k, 1), e, cap)
+    position = position.reshape(n, k)
+    return position, position < cap
+
+
+def slots_off_by_one(experts, e, cap):
+    position, _ = slots(experts, e, cap)
+    return position, position <= cap  # keeps capacity + 1: breaks the capacity
+
+
+def slots_no_drop(experts, e, cap):
+    position, _ = slots(experts, e, cap)
+    return position, np.ones_like(position, dtype=bool)
+
+
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (slots_token_major, "first choice"),
+        (slots_off_by_one, "over its capacity"),
+        (slots_no_drop, "over its capacity"),
+    ],
+)
+def test_assign_slots_rejects_wrong_priority_and_capacity(fn, match):
+    rejects(lab10.check_assign_slots, fn, match=match)
+
+
+def test_assign_slots_rejects_the_reference():
+    rejects(
+        lab10.check_assign_slots, r.assign_slots, match="assign_slots", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 10.3 prediction
+def predict(wanted, n, cf, k):
+    c = capacity(n, len(wanted), cf, k)
+    return c, dropped(np.array(wanted), c)
+
+
+def test_predicted_drops_passes(capsys):
+    lab10.check_predicted_drops(predict)
+    assert "✔ Exercise 10.3 passed" in capsys.readouterr().out
+
+
+def _floor(wanted, n, cf, k):
+    c = math.floor(k * n * cf / len(wanted))
+    return c, sum(max(0, w - c) for w in wanted)
+
+
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (_floor, "rounds up"),
+        (lambda w, n, cf, k: predict(w, n, cf, 1), "k assignments"),
+        (
+            lambda w, n, cf, k: (
+                predict(w, n, cf, k)[0],
+                sum(x > predict(w, n, cf, k)[0] for x in w),
+            ),
+            "not experts",
+        ),
+    ],
+)
+def test_predicted_drops_rejects_wrong_counts(fn, match):
+    rejects(lab10.check_predicted_drops, fn, match=match)
+
+
+def test_predicted_drops_rejects_values_that_decide_their_own_equality():
+    rejects(lab10.check_predicted_drops, lambda w, n, cf, k: (always_equal(0), 0), match="plain")
+
+
+def test_predicted_drops_rejects_the_reference():
+    def via_reference(wanted, n, cf, k):
+        return r.expert_capacity(n, len(wanted), cf, k), 0
+
+    rejects(
+        lab10.check_predicted_drops,
+        via_reference,
+        match="expert_capacity",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 10.4 losses
+def aux(logits):
+    p = probs_of(logits)
+    return balance(p, p.argmax(axis=1)), z_loss(logits)
+
+
+def test_aux_losses_pass(capsys):
+    lab10.check_aux_losses(aux)
+    assert "✔ Exercise 10.4 passed" in capsys.readouterr().out
+
+
+def aux_without_e(logits):
+    b, z = aux(logits)
+    return b / logits.shape[1], z
+
+
+def aux_soft_f(logits):
+    p = probs_of(logits)
+    return logits.shape[1] * float((p.mean(0) ** 2).sum()), z_loss(logits)
+
+
+def aux_unsquared(logits):
+    m = logits.max(axis=1, keepdims=True)
+    return aux(logits)[0], float((np.log(np.exp(logits - m).sum(axis=1)) + m[:, 0]).mean())
+
+
+def aux_unstable(logits):
+    with np.errstate(over="ignore"):
+        return aux(logits)[0], float((np.log(np.exp(logits).sum(axis=1)) ** 2).mean())
+
+
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (aux_without_e, "Multiply by E"),
+        (aux_soft_f, "argmax"),
+        (aux_unsquared, "Square"),
+        (aux_unstable, "shift by the max"),
+    ],
+)
+def test_aux_losses_reject_wrong_formulas(fn, match):
+    rejects(lab10.check_aux_losses, fn, match=match)
+
+
+def test_aux_losses_reject_the_reference():
+    rejects(
+        lab10.check_aux_losses,
+        lambda z: (0.0, r.router_z_loss(z)),
+        match="router_z_loss",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 10.5 dispatch
+def dispatch(x, experts, keep, e):
+    order, counts = order_of(experts, keep, e)
+    return gather(x, order, experts.shape[1]), counts, order
+
+
+def test_dispatch_combine_passes(capsys):
+    lab10.check_dispatch_combine(dispatch, combine)
+    assert "✔ Exercise 10.5 passed" in capsys.readouterr().out
+
+
+def dispatch_padded(x, experts, keep, e):
+    """Right values, but every expert padded to its capacity: GShard's dense buffer."""
+    sent, counts, order = dispatch(x, experts, keep, e)
+    cap = int(keep.size)  # a generous fixed buffer per expert
+    return np.concatenate([sent, np.zeros((e * cap - len(sent), x.shape[1]))]), counts, order
+
+
+def dispatch_unstable(x, experts, keep, e):
+    k = experts.shape[1]
+    kept = np.flatnonzero(keep.reshape(-1))[::-1]
+    order = kept[np.argsort(experts.reshape(-1)[kept], kind="stable")]
+    return x[order // k], np.bincount(experts.reshape(-1)[kept], minlength=e), order
+
+
+def dispatch_with_dropped(x, experts, keep, e):
+    return dispatch(x, experts, np.ones_like(keep), e)
+
+
+def combine_assigning(y, order, gates, n):
+    k = gates.shape[1]
+    out = np.zeros((n, y.shape[1]))
+    out[order // k] = y * gates.reshape(-1)[order][:, None]  # assign, not add
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fns", "match"),
+    [
+        ((dispatch_padded, combine), "padding every expert"),
+        ((dispatch_unstable, combine), "stable sort"),
+        ((dispatch_with_dropped, combine), "dropped tokens are not sent"),
+        ((dispatch, combine_assigning), "rows add up"),
+    ],
+)
+def test_dispatch_combine_rejects_padded_and_wrong(fns, match):
+    rejects(lab10.check_dispatch_combine, *fns, match=match)
+
+
+def test_dispatch_combine_rejects_the_reference():
+    rejects(
+        lab10.check_dispatch_combine,
+        dispatch,
+        dsp.combine,
+        match="combine",
+        error=ReferenceCalledError,
+    )
