@@ -1,0 +1,168 @@
+"""Lab 12 graders: the reference passes; wrong values, reference calls and answers that are
+right but build B A or a weight gradient (the memory budget) fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch.model.lora as lora
+from minitorch.checks import lab12
+from minitorch.checks.core import ReferenceCalledError
+from minitorch.checks.lab12.memory import lora_memory_loop
+from tests.helpers.graders import always_equal, rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.model")
+fwd, bwd = unblocked(lora.lora_forward), unblocked(lora.lora_backward)
+merge, unmerge = unblocked(lora.merge_weight), unblocked(lora.unmerge_weight)
+multi = unblocked(lora.multi_adapter_forward)
+
+
+# --------------------------------------------------------------------------- 12.1
+def test_lora_passes(capsys):
+    lab12.check_lora(fwd, bwd)
+    assert "✔ Exercise 12.1 passed" in capsys.readouterr().out
+
+
+def fwd_merged(x, w, b, a, bb, s):  # right values, builds the (d_out, d_in) update
+    y = x @ (w + s * (bb @ a)).T
+    return y if b is None else y + b
+
+
+def bwd_with_dw(x, w, a, bb, s, gy):  # right values, computes the frozen weight's gradient
+    _ = gy.T @ x
+    return bwd(x, w, a, bb, s, gy)
+
+
+@pytest.mark.parametrize(
+    ("f", "g", "match"),
+    [
+        (lambda x, w, b, a, bb, s: fwd(x, w, b, a, bb, 1.0), bwd, "scale"),
+        (
+            fwd,
+            lambda x, w, a, bb, s, gy: (*bwd(x, w, a, bb, s, gy)[:2], s * (gy @ bb) @ a),
+            "frozen",
+        ),
+        (fwd, lambda x, w, a, bb, s, gy: bwd(x, w, a, bb, 1.0, gy), "scale"),
+        (fwd, lambda x, w, a, bb, s, gy: bwd(x, w, a, bb, s, gy)[:2], "triple"),
+        (fwd_merged, bwd, "never builds"),
+        (fwd, bwd_with_dw, "no dW"),
+    ],
+)
+def test_lora_rejects_wrong_and_over_budget(f, g, match):
+    rejects(lab12.check_lora, f, g, match=match)
+
+
+def test_lora_rejects_the_reference():
+    rejects(
+        lab12.check_lora, lora.lora_forward, bwd, match="lora_forward", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 12.2
+def test_merge_passes(capsys):
+    lab12.check_merge(merge, unmerge)
+    assert "✔ Exercise 12.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("f", "g", "match"),
+    [
+        (lambda w, a, bb, s: w + bb @ a, unmerge, "scale B A"),
+        (merge, lambda w, a, bb, s: w + s * (bb @ a), "subtracts"),
+        (lambda w, a, bb, s: w.astype(np.float64) + s * (bb @ a), unmerge, "dtype"),
+    ],
+)
+def test_merge_rejects_wrong_answers(f, g, match):
+    rejects(lab12.check_merge, f, g, match=match)
+
+
+def test_merge_rejects_the_reference():
+    rejects(
+        lab12.check_merge,
+        lora.merge_weight,
+        unmerge,
+        match="merge_weight",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 12.3
+def test_lora_memory_passes(capsys):
+    lab12.check_lora_memory(lora_memory_loop)
+    assert "✔ Exercise 12.3 passed" in capsys.readouterr().out
+
+
+def _counts(layers, r, itemsize, *, moments=2, lora_bias=False):
+    full = sum(i * o + o for i, o in layers)
+    part = sum(r * (i + o) + (o if lora_bias else 0) for i, o in layers)
+    return full, part, moments * itemsize * full, moments * itemsize * part
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda ls, r, it: _counts(ls, r, it, moments=1), "TWO moments"),
+        (lambda ls, r, it: _counts(ls, r, it, lora_bias=True), "freezes the biases"),
+        (lambda ls, r, it: tuple(always_equal(v) for v in _counts(ls, r, it)), "subclass"),
+    ],
+)
+def test_lora_memory_rejects_wrong_answers(wrong, match):
+    rejects(lab12.check_lora_memory, wrong, match=match)
+
+
+def test_lora_memory_rejects_the_reference():
+    def via_reference(layers, r, itemsize):
+        full, part, _, _ = _counts(layers, r, itemsize)
+        return (
+            full,
+            part,
+            lora.adamw_state_bytes(full, itemsize),
+            lora.adamw_state_bytes(part, itemsize),
+        )
+
+    rejects(
+        lab12.check_lora_memory,
+        via_reference,
+        match="adamw_state_bytes",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 12.4
+def test_multi_adapter_passes(capsys):
+    lab12.check_multi_adapter(multi)
+    assert "✔ Exercise 12.4 passed" in capsys.readouterr().out
+
+
+def multi_merged(x, w, b, adapters, ids):  # right values, a merged copy of W per adapter
+    y = x @ w.T + b
+    for k, (a, bb, s) in enumerate(adapters):
+        rows = ids == k
+        y[rows] = x[rows] @ (w + s * (bb @ a)).T + b
+    return y
+
+
+def multi_minus_one_wraps(x, w, b, adapters, ids):  # ids -1 indexes the last adapter
+    y = x @ w.T + b
+    for i, k in enumerate(ids):
+        a, bb, s = adapters[k]
+        y[i] += s * (bb @ (a @ x[i]))
+    return y
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [(multi_minus_one_wraps, "base layer alone"), (multi_merged, "Do not merge")],
+)
+def test_multi_adapter_rejects_wrong_and_over_budget(wrong, match):
+    rejects(lab12.check_multi_adapter, wrong, match=match)
+
+
+def test_multi_adapter_rejects_the_reference():
+    rejects(
+        lab12.check_multi_adapter,
+        lora.multi_adapter_forward,
+        match="multi_adapter_forward",
+        error=ReferenceCalledError,
+    )

@@ -1,0 +1,28 @@
+"""Lab 12's figure is legible at JupyterLab's default output width (see test_legibility.py)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+
+from minitorch.viz import lora
+from tests.viz.test_legibility import legibility_problems
+
+
+def test_adaptation_plot_is_legible() -> None:
+    steps = list(range(0, 401, 50))
+    curves = {
+        "full fine-tuning (93,504 trainable)": [min(1.0, s / 200) for s in steps],
+        "LoRA r = 4 (9,344 trainable)": [min(1.0, s / 300) for s in steps],
+    }
+    fig = lora.plot_adaptation(
+        steps, curves, 0.39, [1, 2, 4, 8, 16], [2208, 4416, 8832, 17664, 35328], 44064
+    )
+    try:
+        problems, (width, height) = legibility_problems(fig)
+    finally:
+        plt.close(fig)
+    assert not problems, f"({width} x {height} px):\n  " + "\n  ".join(problems)
