@@ -1,0 +1,158 @@
+"""Graders of exercises 22.1 (zero-copy one-sided put) and 22.2 (two-sided send/recv).
+
+Each case builds two fresh simulated hosts, registers a source and a destination region and
+zeroes the cost counters, then runs the student's transfer. Ground truth is the payload itself
+(random bytes drawn here) and the budgets of the verbs: a one-sided write costs the target's CPU
+nothing and nobody a copy; a two-sided transfer costs the receiver one posted receive and one
+poll, and no copy either (the NIC writes into the posted buffer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import fresh_rng, grader, plain
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.values import assert_true
+from minitorch.comm import verbs as V
+
+__all__ = ["check_rdma_put", "check_send_recv"]
+
+_REF = "minitorch.comm.verbs"
+# (label, region size, message length, remote offset)
+_Case = tuple[str, int, int, int]
+_NAMED: list[_Case] = [
+    ("one byte", 8, 1, 0),
+    ("a 4 KiB page", 4096, 4096, 0),
+    ("into the middle of the remote region", 64, 16, 32),
+    ("a message that fills the region exactly", 100, 100, 0),
+]
+
+
+def _cases(exercise: str, offsets: bool) -> list[_Case]:
+    g, out = fresh_rng(exercise), list(_NAMED if offsets else [c for c in _NAMED if not c[3]])
+    for i in range(3):
+        size = int(g.integers(2, 5000))
+        length = int(g.integers(1, size + 1))
+        off = int(g.integers(0, size - length + 1)) if offsets else 0
+        out.append((fresh(f"random case {i}: {length} B at offset {off}"), size, length, off))
+    return out
+
+
+def _setup(size: int, length: int, seed: int) -> tuple[Any, ...]:
+    a, b = V.Host("sender"), V.Host("receiver")
+    payload = np.random.default_rng(seed).integers(1, 256, length, dtype=np.uint8)
+    src = a.reg_mr(np.zeros(size, np.uint8))
+    src.buf[:length] = payload
+    dst = b.reg_mr(np.zeros(size, np.uint8), V.LOCAL_WRITE | V.REMOTE_WRITE)
+    qa, qb = V.connect(a, b)
+    for h in (a, b):
+        h.cpu_ops = h.copies = h.bytes_copied = h.wire_bytes = 0
+    return a, b, src, dst, qa, qb, payload
+
+
+def _run(student: Callable[..., Any], args: tuple[Any, ...], label: str, hint: str) -> Any:
+    try:
+        return student(*args)
+    except StudentError as exc:
+        if isinstance(exc.__cause__, V.VerbsError):
+            raise CheckFailure(
+                f"[{label}] the NIC refused a verb: {exc.__cause__}. {hint}"
+            ) from None
+        raise
+
+
+def _arrived(dst: Any, off: int, payload: np.ndarray, label: str) -> None:
+    got = dst.buf[off : off + payload.size]
+    bad = np.flatnonzero(got != payload)
+    assert_true(
+        bad.size == 0,
+        f"[{label}] the remote region holds the wrong bytes ({bad.size} of {payload.size} "
+        f"differ, first at byte {bad[0] if bad.size else 0}).",
+    )
+    rest = np.delete(dst.buf, np.arange(off, off + payload.size))
+    assert_true(not rest.any(), f"[{label}] bytes outside [offset, offset+length) were written.")
+
+
+_COPY = (
+    "A CPU copy (memcpy into a staging or bounce buffer) is what RDMA exists to avoid: the NIC "
+    "reads the registered source region directly. Post the work request on the source region."
+)
+_DRAIN = (
+    "A work request is finished only when its completion has been polled from the completion "
+    "queue (poll_cq); until then the source buffer may not be reused. Poll until it appears."
+)
+
+
+@grader("22.1", blocks=(f"{_REF}:rdma_put", f"{_REF}:send_recv"))
+def check_rdma_put(student: Any) -> str:
+    cases = _cases("22.1", offsets=True)
+    for k, (label, size, length, off) in enumerate(cases):
+        a, b, src, dst, qa, _qb, payload = _setup(size, length, 100 + k)
+        hint = "Use qp.rdma_write with the remote region's rkey (and an access right it granted)."
+        n = plain(_run(student, (qa, src, length, off, dst.rkey), label, hint), what="rdma_put")
+        _arrived(dst, off, payload, label)
+        assert_true(
+            b.cpu_ops == 0,
+            f"[{label}] the receiver's CPU ran {b.cpu_ops} verb(s) (post_recv, poll_cq, ...). "
+            "A one-sided RDMA write needs no receive posted and no poll on the target: that is "
+            "its point. Use qp.rdma_write, not post_send/post_recv.",
+        )
+        copies = a.copies + b.copies
+        assert_true(
+            copies == 0,
+            f"[{label}] {copies} CPU copy(ies) ({a.bytes_copied + b.bytes_copied} B). {_COPY}",
+        )
+        assert_true(
+            a.wire_bytes == length,
+            f"[{label}] {a.wire_bytes} bytes crossed the wire for a {length}-byte message: "
+            "write the message once, exactly its length.",
+        )
+        assert_true(not a.cq, f"[{label}] a completion was left in the sender's queue. {_DRAIN}")
+        assert_true(
+            a.cpu_ops <= 3,
+            f"[{label}] the sender spent {a.cpu_ops} CPU operations: one write and a poll or two "
+            "suffice (budget 3).",
+        )
+        assert_true(
+            n == length, f"[{label}] return the completion's byte_len ({length}), got {n!r}."
+        )
+    return f"{len(cases)} puts, receiver CPU ops 0, copies 0, wire bytes = payload"
+
+
+@grader("22.2", blocks=(f"{_REF}:send_recv", f"{_REF}:rdma_put"))
+def check_send_recv(student: Any) -> str:
+    cases = _cases("22.2", offsets=False)
+    for k, (label, size, length, _off) in enumerate(cases):
+        a, b, src, dst, qa, qb, payload = _setup(size, length, 200 + k)
+        hint = (
+            "Two-sided: the receiver must post_recv its buffer *before* the sender's post_send "
+            "(otherwise receiver-not-ready)."
+        )
+        n = plain(_run(student, (qa, qb, src, dst, length), label, hint), what="send_recv")
+        _arrived(dst, 0, payload, label)
+        copies = a.copies + b.copies
+        assert_true(
+            copies == 0,
+            f"[{label}] {copies} CPU copy(ies). Post the destination region itself as the "
+            f"receive buffer: the NIC writes there, no copy out of a staging buffer. {_COPY}",
+        )
+        assert_true(
+            b.cpu_ops == 2,
+            f"[{label}] the receiver ran {b.cpu_ops} verb(s); a two-sided receive is exactly "
+            "one post_recv and one poll_cq that returns its completion. (An rdma_write would "
+            "skip the receiver: that is exercise 22.1, not a send/recv.)",
+        )
+        assert_true(not a.cq and not b.cq, f"[{label}] completions were left unpolled. {_DRAIN}")
+        assert_true(
+            a.cpu_ops <= 3, f"[{label}] the sender spent {a.cpu_ops} CPU operations (budget 3)."
+        )
+        assert_true(
+            n == length,
+            f"[{label}] return the receive completion's byte_len ({length}), got {n!r}.",
+        )
+    return f"{len(cases)} send/recv pairs, receiver CPU ops 2 each, copies 0"

@@ -1,0 +1,180 @@
+"""Lab 22 graders: the reference passes; wrong answers, budget breakers and reference calls fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.checks import lab22
+from minitorch.checks.core import CheckFailure, ReferenceCalledError
+from minitorch.comm import fit, verbs
+from tests.helpers.graders import rejects, unblocked_in
+
+free = unblocked_in("minitorch.comm")
+
+
+def test_reference_passes() -> None:
+    lab22.check_rdma_put(free(verbs.rdma_put))
+    lab22.check_send_recv(free(verbs.send_recv))
+    lab22.check_fit_alpha_beta(free(fit.fit_alpha_beta))
+
+
+# ---------------------------------------------------------------- 22.1 one-sided put
+def put_two_sided(qp, src, length, off, rkey):
+    """Value-correct emulation with send/recv: the receiver's CPU posts and polls."""
+    dst = qp.remote.mrs[rkey]
+    staging = qp.remote.reg_mr(np.zeros(length, np.uint8))
+    qp.peer.post_recv(staging)
+    qp.post_send(src, length)
+    dst.buf[off : off + length] = staging.buf[:length]
+    qp.peer.local.poll_cq()
+    return qp.local.poll_cq()[0].byte_len
+
+
+def put_bounce(qp, src, length, off, rkey):
+    """Value-correct, but copies into a bounce buffer first."""
+    bounce = qp.local.reg_mr(np.zeros(src.length, np.uint8))
+    qp.local.memcpy(bounce, src, length)
+    qp.rdma_write(bounce, length, off, rkey)
+    return qp.local.poll_cq()[0].byte_len
+
+
+def put_no_poll(qp, src, length, off, rkey):
+    qp.rdma_write(src, length, off, rkey)
+    return length
+
+
+def put_whole_region(qp, src, length, off, rkey):
+    qp.rdma_write(src, length, 0, rkey)
+    return qp.local.poll_cq()[0].byte_len
+
+
+def put_with_lkey(qp, src, length, off, rkey):
+    qp.rdma_write(src, length, off, src.lkey)
+    return qp.local.poll_cq()[0].byte_len
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (put_two_sided, "receiver's CPU ran"),
+        (put_bounce, "CPU copy"),
+        (put_no_poll, "poll_cq"),
+        (put_whole_region, "wrong bytes|outside"),
+        (put_with_lkey, "NIC refused"),
+    ],
+)
+def test_wrong_puts_are_rejected(wrong, hint: str) -> None:
+    rejects(lab22.check_rdma_put, wrong, match=hint)
+
+
+def test_put_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab22.check_rdma_put,
+        verbs.rdma_put,
+        match="rdma_put|send_recv|fit_alpha_beta",
+        error=ReferenceCalledError,
+    )
+
+
+# ---------------------------------------------------------------- 22.2 two-sided send/recv
+def send_first(qs, qr, src, dst, length):
+    qs.post_send(src, length)
+    qr.post_recv(dst)
+    qr.local.poll_cq()
+    return qs.local.poll_cq()[0].byte_len
+
+
+def recv_staged(qs, qr, src, dst, length):
+    """Value-correct, but lands in a staging buffer and copies out."""
+    staging = qr.local.reg_mr(np.zeros(dst.length, np.uint8))
+    qr.post_recv(staging)
+    qs.post_send(src, length)
+    wc = qr.local.poll_cq()[0]
+    qr.local.memcpy(dst, staging, length)
+    qs.local.poll_cq()
+    return wc.byte_len
+
+
+def send_as_write(qs, qr, src, dst, length):
+    """Value-correct one-sided write: not a two-sided receive."""
+    qs.rdma_write(src, length, 0, dst.rkey)
+    return qs.local.poll_cq()[0].byte_len
+
+
+def send_no_sender_poll(qs, qr, src, dst, length):
+    qr.post_recv(dst)
+    qs.post_send(src, length)
+    return qr.local.poll_cq()[0].byte_len
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (send_first, "receiver-not-ready"),
+        (recv_staged, "CPU copy"),
+        (send_as_write, "two-sided receive"),
+        (send_no_sender_poll, "unpolled"),
+    ],
+)
+def test_wrong_send_recvs_are_rejected(wrong, hint: str) -> None:
+    rejects(lab22.check_send_recv, wrong, match=hint)
+
+
+def test_send_recv_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab22.check_send_recv,
+        verbs.send_recv,
+        match="rdma_put|send_recv|fit_alpha_beta",
+        error=ReferenceCalledError,
+    )
+
+
+# ---------------------------------------------------------------- 22.3 alpha-beta fit
+def fit_origin(n, t):
+    n, t = np.asarray(n, float), np.asarray(t, float)
+    return 0.0, float((n * t).sum() / (n * n).sum())
+
+
+def fit_swapped(n, t):
+    n, t = np.asarray(n, float), np.asarray(t, float)
+    b = ((n - n.mean()) * (t - t.mean())).sum() / ((n - n.mean()) ** 2).sum()
+    return b, t.mean() - b * n.mean()
+
+
+def fit_polyfit(n, t):
+    b, a = np.polyfit(n, t, 1)
+    return float(a), float(b)
+
+
+def fit_lstsq(n, t):
+    n = np.asarray(n, float)
+    (a, b), *_ = np.linalg.lstsq(np.stack([np.ones_like(n), n], 1), t, rcond=None)
+    return float(a), float(b)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (fit_origin, "through the origin"),
+        (fit_swapped, r"\(alpha, beta\)"),
+        (fit_polyfit, "polyfit"),
+        (fit_lstsq, "linalg"),
+    ],
+)
+def test_wrong_fits_are_rejected(wrong, hint: str) -> None:
+    rejects(lab22.check_fit_alpha_beta, wrong, match=hint)
+
+
+def test_fit_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab22.check_fit_alpha_beta,
+        fit.fit_alpha_beta,
+        match="rdma_put|send_recv|fit_alpha_beta",
+        error=ReferenceCalledError,
+    )
+
+
+def test_forbidden_fit_is_a_check_failure() -> None:
+    with pytest.raises(CheckFailure):
+        lab22.check_fit_alpha_beta(fit_polyfit)

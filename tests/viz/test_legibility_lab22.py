@@ -1,0 +1,28 @@
+"""Lab 22's figure is legible at JupyterLab's default output width (see test_legibility.py)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from minitorch.viz import transport
+from tests.viz.test_legibility import legibility_problems
+
+
+def test_alpha_beta_plot_is_legible() -> None:
+    sizes = [2**k for k in range(0, 23, 2)]
+    n = np.asarray(sizes, dtype=np.float64)
+    series = {
+        "TCP socket": (list(1e-5 + n * 3e-10), 1e-5, 3e-10),
+        "gloo": (list(3e-5 + n * 5e-10), 3e-5, 5e-10),
+    }
+    fig = transport.plot_alpha_beta(sizes, series)
+    try:
+        problems, (width, height) = legibility_problems(fig)
+    finally:
+        plt.close(fig)
+    assert not problems, f"({width} x {height} px):\n  " + "\n  ".join(problems)
