@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 
 from minitorch.viz import attention
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 
 def test_peak_memory_plot_is_legible() -> None:
@@ -19,8 +20,4 @@ def test_peak_memory_plot_is_legible() -> None:
         "your flash_forward": [0.54e6, 0.8e6, 1.3e6, 2.5e6, 5.0e6, 10.1e6],
     }
     fig = attention.plot_peak_memory(ns, peaks, 64)
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(Path(__file__).stem, lambda: fig)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import pytest
 from matplotlib.figure import Figure
 
 from minitorch.viz import quant
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 
 def _layer() -> Figure:
@@ -30,8 +31,4 @@ def _model() -> Figure:
 @pytest.mark.parametrize("make", [_layer, _model], ids=["layer_error", "model_quant"])
 def test_lab11_figures_are_legible(make) -> None:
     fig = make()
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(Path(__file__).stem, lambda: fig)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 
 from minitorch.viz import lora
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 
 def test_adaptation_plot_is_legible() -> None:
@@ -21,8 +22,4 @@ def test_adaptation_plot_is_legible() -> None:
     fig = lora.plot_adaptation(
         steps, curves, 0.39, [1, 2, 4, 8, 16], [2208, 4416, 8832, 17664, 35328], 44064
     )
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(Path(__file__).stem, lambda: fig)

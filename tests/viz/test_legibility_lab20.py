@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 
 from minitorch.viz import comm
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 
 def test_collective_costs_plot_is_legible() -> None:
@@ -22,8 +23,4 @@ def test_collective_costs_plot_is_legible() -> None:
     sizes = [8, 800, 80_000, 8_000_000]
     times = {"all-reduce p=8": [1e-5, 2e-5, 1e-3, 1e-1]}
     fig = comm.plot_collective_costs(ps, busiest, sizes, times, formula=times)
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(Path(__file__).stem, lambda: fig)

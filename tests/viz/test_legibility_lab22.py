@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from minitorch.viz import transport
-from tests.viz.test_legibility import legibility_problems
+from tests.viz.test_legibility import assert_legible
 
 
 def test_alpha_beta_plot_is_legible() -> None:
@@ -21,8 +22,4 @@ def test_alpha_beta_plot_is_legible() -> None:
         "gloo": (list(3e-5 + n * 5e-10), 3e-5, 5e-10),
     }
     fig = transport.plot_alpha_beta(sizes, series)
-    try:
-        problems, (width, height) = legibility_problems(fig)
-    finally:
-        plt.close(fig)
-    assert not problems, f"({width} x {height} px):\n  " + "\n  ".join(problems)
+    assert_legible(Path(__file__).stem, lambda: fig)
