@@ -14,10 +14,12 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from minitorch.checks.guard import reference_called
+
 if TYPE_CHECKING:
     from minitorch.checks.watch import Watch
 
-__all__ = ["Profile", "module_path", "profiler"]
+__all__ = ["Profile", "forbidden_message", "module_path", "profiler", "raise_hit"]
 
 Profile = Callable[[types.FrameType, str, Any], None]
 
@@ -50,7 +52,7 @@ def profiler(watch: Watch, full: bool) -> Profile:
 
     def hit(name: str) -> None:
         hits.append(name)
-        _raise_hit(hits[0], references)
+        raise_hit(hits[0], references)
 
     reference_files = {path for path, _ in codes}
     real: dict[str, str] = {}
@@ -106,7 +108,26 @@ def profiler(watch: Watch, full: bool) -> Profile:
     return profile
 
 
-def _raise_hit(name: str, references: set[str]) -> None:
-    from minitorch.checks.watch import _raise_hit as raise_hit
+def raise_hit(name: str, references: set[str]) -> None:
+    from minitorch.checks.errors import ForbiddenCallError
 
-    raise_hit(name, references)
+    if name in references:
+        reference_called(name)
+    raise ForbiddenCallError(forbidden_message(name))
+
+
+def forbidden_message(name: str) -> str:
+    """The teaching message for a forbidden call of ``name``."""
+    if name.startswith("torch"):
+        why = (
+            "torch is the grader's ground truth, and this exercise asks you to write the "
+            "computation yourself"
+        )
+    elif name.startswith(("minitorch", "a second import")):
+        why = "that is the course's reference for this exercise (a copy of it counts too)"
+    else:
+        why = "this exercise asks you to write what that routine does"
+    return (
+        f"your code called `{name}`, which this exercise forbids: {why}. "
+        "Use numpy's basic array operations and plain Python instead."
+    )

@@ -30,8 +30,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from minitorch.checks.guard import _stub, functions_of, reference_called, resolve
-from minitorch.checks.profiler import Profile, module_path, profiler
+from minitorch.checks.guard import _stub, functions_of, resolve
+from minitorch.checks.profiler import (
+    Profile,
+    forbidden_message,
+    module_path,
+    profiler,
+    raise_hit,
+)
 
 __all__ = ["Watch", "forbidden_message"]
 
@@ -97,11 +103,11 @@ class Watch:
     # ------------------------------------------------------------------ hits
     def hit(self, name: str) -> None:
         self.hits.append(name)
-        _raise_hit(self.hits[0], self.references)
+        raise_hit(self.hits[0], self.references)
 
     def raise_first(self) -> None:
         """Raise the error of the first recorded hit (a reference call, or a forbidden one)."""
-        _raise_hit(self.hits[0], self.references)
+        raise_hit(self.hits[0], self.references)
 
     def scan(self, fn: Any) -> None:
         """Find copies of a reference held by ``fn`` (globals, closure, defaults), one level."""
@@ -188,33 +194,8 @@ def _torch_mode(watch: Watch) -> Iterator[None]:
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 name = str(getattr(func, "__qualname__", None) or getattr(func, "__name__", func))
                 self.hits.append(name if name.startswith("torch") else f"torch.{name}")
-                _raise_hit(self.hits[0], self.references)
+                raise_hit(self.hits[0], self.references)
 
         _MODE.append(Forbidden)
     with _MODE[0](watch.hits, watch.references):
         yield
-
-
-def _raise_hit(name: str, references: set[str]) -> None:
-    from minitorch.checks.errors import ForbiddenCallError
-
-    if name in references:
-        reference_called(name)
-    raise ForbiddenCallError(forbidden_message(name))
-
-
-def forbidden_message(name: str) -> str:
-    """The teaching message for a forbidden call of ``name``."""
-    if name.startswith("torch"):
-        why = (
-            "torch is the grader's ground truth, and this exercise asks you to write the "
-            "computation yourself"
-        )
-    elif name.startswith(("minitorch", "a second import")):
-        why = "that is the course's reference for this exercise (a copy of it counts too)"
-    else:
-        why = "this exercise asks you to write what that routine does"
-    return (
-        f"your code called `{name}`, which this exercise forbids: {why}. "
-        "Use numpy's basic array operations and plain Python instead."
-    )

@@ -1,4 +1,4 @@
-"""The skill matrix of SYLLABUS.md computed from grading results.
+"""The skill matrix (docs/student_guide.md, "Your skill report") computed from grading results.
 
 Each exercise carries a subject and a dimension. A cell of the matrix scores
 ``10 * earned / possible`` over the exercises in it; subject and dimension scores pool their

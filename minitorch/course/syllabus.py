@@ -1,4 +1,4 @@
-"""The lab registry and the skill matrix of SYLLABUS.md, as data.
+"""The lab registry and the skill matrix (docs/student_guide.md), as data.
 
 Lab numbers are stable: a lab keeps its number and slug once it exists. A lab "exists" when
 ``solutions/NN_slug.ipynb`` is in the repository; the others are planned.
@@ -91,7 +91,7 @@ LABS: tuple[Lab, ...] = (
 )
 # fmt: on
 
-# skill matrix: key -> (label, weight); SYLLABUS.md "The skill matrix"
+# skill matrix: key -> (label, weight); docs/student_guide.md, "Your skill report"
 SUBJECTS: dict[str, tuple[str, float]] = {
     "distributed": ("distributed training/HPC", 0.25),
     "operators": ("operator and parallel optimization", 0.20),
