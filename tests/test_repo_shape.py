@@ -34,10 +34,10 @@ ALLOWED: dict[str, set[str]] = {
     "optim": {"autograd", "nn", "numerics"},
     "kernels": {"numerics", "hardware"},
     "model": {"autograd", "nn", "kernels", "numerics"},
-    "compiler": {"autograd", "nn", "model", "numerics"},
-    "runtime": {"model", "kernels", "numerics"},
+    "compiler": {"autograd", "nn", "model", "numerics", "hardware"},
+    "runtime": {"model", "kernels", "autograd", "nn", "numerics"},
     "comm": {"numerics"},
-    "parallel": {"comm", "autograd", "nn", "optim", "model", "numerics"},
+    "parallel": {"comm", "runtime", "autograd", "nn", "optim", "model", "numerics", "hardware"},
     "viz": _REFERENCE,
     "checks": _REFERENCE,
     "bench": _REFERENCE,
@@ -120,12 +120,17 @@ def test_module_respects_import_table_and_size(path: Path) -> None:
     assert not illegal, f"minitorch.{sub} may not import minitorch.{', minitorch.'.join(illegal)}"
 
 
+# The one reference module allowed to touch torch: the bridge from the Communicator protocol to
+# torch.distributed (gloo), which imports torch lazily inside the spawned worker processes.
+TORCH_BRIDGES = {"minitorch/comm/torchdist.py"}
+
+
 def test_reference_package_does_not_import_torch() -> None:
     leaves = {"checks", "bench", "course", "viz"}
     offenders = []
     for path in MODULES:
         sub = _subpackage(path)
-        if sub in leaves:
+        if sub in leaves or path.relative_to(ROOT).as_posix() in TORCH_BRIDGES:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
