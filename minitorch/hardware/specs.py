@@ -6,14 +6,19 @@ FLOP/s (int8: operations/s) and bytes/s, 1 TB/s = 1e12 B/s. ``fp64``/``fp32`` ar
 non-tensor (CUDA-core) rates; ``tf32``, ``bf16``, ``fp16``, ``fp8`` and ``int8`` are
 tensor-core rates. A dtype the datasheet does not list is left out, never estimated.
 
+``MATRIX_UNITS`` adds the matrix engines behind the peaks (count, MACs per cycle, block shape
+where published: the TPU's 128 x 128 systolic MXU, the Ascend DaVinci core's 16 x 16 x 16 cube).
+
 Not listed: **Ascend 910B**. Huawei has not published a datasheet for the 910B chip that we
 could cite; the figures that circulate (FP16 280-376 TFLOPS, HBM bandwidth 0.4-1.6 TB/s)
 disagree with each other, so none is entered (Huawei's 2019 launch of the first Ascend 910
 gave 256 TFLOPS FP16 and 512 TOPS INT8, but no memory bandwidth, so no roofline).
 
-Lab: 05_roofline
+Lab: 05_roofline, 27_accelerator_architecture
 Paper: NVIDIA A100 Tensor Core GPU datasheet (2021); NVIDIA H100 Tensor Core GPU datasheet
-(2023); NVIDIA H200 Tensor Core GPU datasheet (2024)
+(2023); NVIDIA H200 Tensor Core GPU datasheet (2024); Jouppi et al. 2023, "TPU v4: an optically
+reconfigurable supercomputer for machine learning", ISCA; Liao et al. 2021, "Ascend: a scalable
+and unified architecture for ubiquitous deep neural network computing", HPCA
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass, field
 
 from minitorch.hardware.roofline import Roofline
 
-__all__ = ["NOT_LISTED", "SPECS", "AcceleratorSpec"]
+__all__ = ["MATRIX_UNITS", "NOT_LISTED", "SPECS", "AcceleratorSpec", "MatrixUnit"]
 
 T = 1e12
 
@@ -81,8 +86,39 @@ SPECS: dict[str, AcceleratorSpec] = {
         memory_gb=141,
         source="NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM column; sparse halved",
     ),
+    "TPU v4": AcceleratorSpec(
+        "TPU v4",
+        bandwidth=1200e9,
+        peak={"bf16": 275 * T, "int8": 275 * T},
+        memory_gb=32 * 2**30 / 1e9,
+        source="Google Cloud TPU v4 system-architecture page as datasheet (275 TFLOPS bf16 "
+        "and int8, 32 GiB HBM2, 1,200 GB/s); Jouppi et al. ISCA 2023",
+    ),
 }  # fmt: skip
 
 NOT_LISTED: dict[str, str] = {
     "Ascend 910B": "no vendor datasheet to cite; published figures disagree (see module docstring)",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixUnit:
+    """A chip's matrix engines: how many, MACs per cycle each, the block shape when published."""
+
+    name: str
+    units: int
+    macs_per_cycle: int  # per unit, fp16/bf16 dense
+    shape: tuple[int, ...] | None  # (rows, cols) of a systolic array, (m, k, n) of a cube
+    source: str
+
+
+MATRIX_UNITS: dict[str, MatrixUnit] = {
+    "A100": MatrixUnit("A100 tensor core", 108 * 4, 256, None,
+                       "NVIDIA A100 whitepaper (2020): 4 per SM, 256 FP16 FMA/clock each"),
+    "H100": MatrixUnit("H100 tensor core", 132 * 4, 512, None,
+                       "NVIDIA H100 whitepaper (2022): 4 per SM, 2x A100's MMA rate per clock"),
+    "TPU v4": MatrixUnit("TPU v4 MXU", 8, 128 * 128, (128, 128),
+                         "Jouppi et al. ISCA 2023: 2 TensorCores x 4 MXUs, 128x128 systolic"),
+    "Ascend 910": MatrixUnit("DaVinci cube", 32, 16 * 16 * 16, (16, 16, 16),
+                             "Liao et al. HPCA 2021 (Ascend): 32 DaVinci cores, 16x16x16 cube"),
+}  # fmt: skip

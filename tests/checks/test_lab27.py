@@ -1,0 +1,247 @@
+"""Graders of lab 27: right answers pass, realistic wrong ones, budget breakers and reference
+calls fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.checks import lab27
+from minitorch.checks.core import ReferenceCalledError
+from minitorch.hardware import memory_hierarchy, noc, systolic
+from tests.helpers.graders import rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.hardware")
+
+
+# --------------------------------------------------------------------------- answers
+def weight_stationary(a, b, rows, cols, mac, bug=""):
+    """A learner's WS array, with a known mistake switchable on."""
+    (m, k), n = a.shape, b.shape[1]
+    w = np.zeros((rows, cols))
+    w[:k, :n] = b
+    load = 0 if bug == "no load" else rows
+    total = load + m + rows + cols - 2 if bug != "no drain" else load + m
+    act, psum = np.zeros((rows, cols)), np.zeros((rows, cols))
+    valid = np.zeros((rows, cols), bool)
+    out, busy, r = np.zeros((m, n)), np.zeros(total, np.int64), np.arange(rows)
+    for t in range(load, load + m + rows + cols - 2):
+        s = t - load
+        mi = s - (0 if bug == "no skew" else r)
+        enter = (mi >= 0) & (mi < m) & (r < k)
+        act[:, 1:], valid[:, 1:] = act[:, :-1].copy(), valid[:, :-1].copy()
+        act[:, 0] = np.where(enter, a[np.clip(mi, 0, m - 1), np.clip(r, 0, k - 1)], 0.0)
+        valid[:, 0] = enter
+        above = np.zeros((rows, cols))
+        above[1:] = psum[:-1]
+        psum = mac(act, w, above)
+        if t < total:
+            busy[t] = valid[:k, :n].sum()
+        cm = s - (rows - 1) - np.arange(n)
+        done = (cm >= 0) & (cm < m)
+        out[cm[done], np.nonzero(done)[0]] = psum[rows - 1, :n][done]
+    return out, busy
+
+
+_WS, _OS = unblocked(systolic.simulate_ws), unblocked(systolic.simulate_os)
+_GEMM, _CUBE = unblocked(systolic.gemm_cycles), unblocked(systolic.cube_cycles)
+_LOADS, _SNAKE = unblocked(noc.xy_link_loads), unblocked(noc.snake_ring)
+
+
+def ws_reference(a, b, rows, cols, mac):
+    run = _WS(a, b, rows, cols, mac)
+    return run.c, run.busy
+
+
+def os_reference(a, b, rows, cols, mac):
+    run = _OS(a, b, rows, cols, mac)
+    return run.c, run.busy
+
+
+def choose_tiles(m, k, n, sram, ridge, fit=True):
+    best = None
+    for i in range(1, 65):
+        for j in range(1, 65):
+            tm, tn, tk = -(-m // i), -(-n // j), min(k, 16)
+            need = 2 * 2 * (tm * tk + tk * tn) + (4 * tm * tn if fit else 0)
+            if need > sram:
+                continue
+            q = 2 * (m * k * -(-n // tn) + k * n * -(-m // tm) + m * n)
+            if best is None or 2 * m * k * n / q > best[0]:
+                best = (2 * m * k * n / q, (tm, tk, tn))
+    return best[1]
+
+
+# --------------------------------------------------------------------------- 27.1 / 27.2
+def test_dataflows_pass(capsys):
+    lab27.check_weight_stationary(weight_stationary)
+    lab27.check_weight_stationary(ws_reference)
+    lab27.check_output_stationary(os_reference)
+    assert capsys.readouterr().out.count("passed") == 3
+
+
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [("no skew", "skew"), ("no load", "weight load"), ("no drain", "Fill and drain")],
+)
+def test_weight_stationary_rejects_wrong_answers(bug, match):
+    rejects(
+        lab27.check_weight_stationary,
+        lambda *a: weight_stationary(*a, bug=bug),
+        match=match,
+    )
+
+
+def test_weight_stationary_rejects_a_product_taken_outside_the_pes():
+    def shortcut(a, b, rows, cols, mac):
+        _, busy = weight_stationary(a, b, rows, cols, mac)
+        return a @ b, busy  # right values, right wavefront, but C never came out of the PEs
+
+    rejects(lab27.check_weight_stationary, shortcut, match="not a product taken")
+
+
+def test_output_stationary_rejects_a_missing_drain():
+    def no_drain(a, b, rows, cols, mac):
+        c, busy = os_reference(a, b, rows, cols, mac)
+        return c, busy[: a.shape[1] + rows + cols - 2]
+
+    rejects(lab27.check_output_stationary, no_drain, match="drain")
+
+
+def test_output_stationary_rejects_weight_stationary_cycles():
+    def ws_count(a, b, rows, cols, mac):
+        c, _ = os_reference(a, b, rows, cols, mac)
+        return c, np.zeros(2 * rows + cols + a.shape[0] - 2, np.int64)
+
+    rejects(lab27.check_output_stationary, ws_count, match="cycles|wavefront")
+
+
+def test_dataflows_reject_the_reference():
+    def ws(a, b, rows, cols, mac):
+        run = systolic.simulate_ws(a, b, rows, cols, mac)
+        return run.c, run.busy
+
+    def os_(a, b, rows, cols, mac):
+        run = systolic.simulate_os(a, b, rows, cols, mac)
+        return run.c, run.busy
+
+    rejects(lab27.check_weight_stationary, ws, match="reference", error=ReferenceCalledError)
+    rejects(lab27.check_output_stationary, os_, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 27.3
+def _mapped(m, k, n, r, c):
+    return _GEMM(m, k, n, r, c)
+
+
+def test_mapped_cycles_passes(capsys):
+    lab27.check_mapped_cycles(_mapped, _CUBE)
+    assert "✔ Exercise 27.3 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda m, k, n, r, c: -(-k // r) * -(-n // c) * (2 * r + c + m - 2), "Double buffering"),
+        (lambda m, k, n, r, c: r + m + (-(-k // r) * -(-n // c) - 1) * max(m, r), "Fill and drain"),
+    ],
+)
+def test_mapped_cycles_rejects_wrong_answers(wrong, match):
+    rejects(lab27.check_mapped_cycles, wrong, _CUBE, match=match)
+
+
+def test_cube_cycles_rejects_partial_blocks():
+    rejects(
+        lab27.check_mapped_cycles,
+        _mapped,
+        lambda m, k, n, cube: m * k * n // cube**3,
+        match="whole 16x16x16 block",
+    )
+
+
+def test_mapped_cycles_rejects_the_reference():
+    rejects(
+        lab27.check_mapped_cycles,
+        systolic.gemm_cycles,
+        systolic.cube_cycles,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 27.4
+def test_choose_tiles_passes(capsys):
+    lab27.check_choose_tiles(choose_tiles)
+    assert "✔ Exercise 27.4 passed" in capsys.readouterr().out
+
+
+def test_choose_tiles_exceeding_sram_is_rejected():
+    # forgot the accumulators: the tiles chosen overflow the SRAM budget
+    rejects(
+        lab27.check_choose_tiles, lambda *a: choose_tiles(*a, fit=False), match="over the budget"
+    )
+
+
+def test_choose_tiles_that_fit_but_stay_memory_bound_break_the_traffic_budget():
+    # a valid tiling of the GEMM that fits easily, value-correct, but re-reads A and B too often
+    rejects(lab27.check_choose_tiles, lambda m, k, n, s, r: (64, 64, 64), match="traffic budget")
+
+
+def test_choose_tiles_rejects_the_reference():
+    def through_reference(m, k, n, sram, ridge):
+        memory_hierarchy.sram_footprint(128, 16, 128)
+        return choose_tiles(m, k, n, sram, ridge)
+
+    rejects(
+        lab27.check_choose_tiles, through_reference, match="reference", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 27.5
+def _loads(traffic, w, h):
+    return _LOADS(traffic, w, h)
+
+
+def _snake(w, h):
+    return _SNAKE(w, h)
+
+
+def test_mesh_passes(capsys):
+    lab27.check_mesh(_loads, _snake)
+    assert "✔ Exercise 27.5 passed" in capsys.readouterr().out
+
+
+def test_mesh_rejects_yx_routing():
+    def yx(traffic, w, h):  # y first, then x
+        out = np.zeros((h, w, 4))
+        for (x, y), (tx, ty), nbytes in traffic:
+            while y != ty:
+                d = 2 if ty > y else 3
+                out[y, x, d] += nbytes
+                y += 1 if d == 2 else -1
+            while x != tx:
+                d = 0 if tx > x else 1
+                out[y, x, d] += nbytes
+                x += 1 if d == 0 else -1
+        return out
+
+    rejects(lab27.check_mesh, yx, _snake, match="x first")
+
+
+def test_mesh_rejects_counting_messages_not_bytes():
+    rejects(
+        lab27.check_mesh,
+        lambda t, w, h: _loads([(s, d, 1.0) for s, d, _ in t], w, h),
+        _snake,
+        match="bytes",
+    )
+
+
+def test_mesh_row_major_ring_breaks_the_link_budget():
+    rejects(lab27.check_mesh, _loads, lambda w, h: [(i % w, i // w) for i in range(w * h)],
+            match="link budget")  # fmt: skip
+
+
+def test_mesh_rejects_the_reference():
+    rejects(lab27.check_mesh, noc.xy_link_loads, _snake, match="reference",
+            error=ReferenceCalledError)  # fmt: skip
