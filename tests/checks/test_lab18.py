@@ -1,0 +1,248 @@
+"""Graders of lab 18: the reference passes; realistic wrong answers and reference calls fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch.runtime.block_manager as bm_mod
+import minitorch.runtime.paged_attention as pa
+from minitorch.checks import lab18
+from minitorch.checks.core import ReferenceCalledError
+from tests.helpers.graders import rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.runtime")
+ref_slots = unblocked(pa.slot_mapping)
+ref_attention = unblocked(pa.paged_attention)
+ref_hash = unblocked(bm_mod.block_hash)
+
+
+# --------------------------------------------------------------------------- 18.1 slots
+def test_slot_mapping_reference_passes(capsys):
+    lab18.check_slot_mapping(ref_slots)
+    assert "✔ Exercise 18.1 passed" in capsys.readouterr().out
+
+
+def _slots_off_by_one(table, positions, bs):
+    return [
+        table[(p + 1) // bs] * bs + (p + 1) % bs if (p + 1) // bs < len(table) else 0
+        for p in positions
+    ]
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (_slots_off_by_one, "Off by one"),
+        (lambda t, p, bs: [t[q // bs] * bs + q % bs + 1 for q in p], "Off by one"),
+        (lambda t, p, bs: list(p), "through the block table"),
+        (lambda t, p, bs: [t[q // bs] + q % bs for q in p], "Multiply the physical block"),
+    ],
+)
+def test_slot_mapping_rejects_wrong_answers(wrong, match):
+    rejects(lab18.check_slot_mapping, wrong, match=match)
+
+
+def test_slot_mapping_rejects_the_reference():
+    rejects(
+        lab18.check_slot_mapping,
+        lambda t, p, bs: pa.slot_mapping(t, p, bs),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 18.2 attention
+def test_paged_attention_reference_passes(capsys):
+    lab18.check_paged_attention(lambda q, k, v, t, n: ref_attention(q, k, v, t, n))
+    assert "✔ Exercise 18.2 passed" in capsys.readouterr().out
+
+
+def _attention(q, k, v, shift=True, tile=False):
+    n_q, h, d = q.shape
+    rep = h // k.shape[1]
+    k = np.tile(k, (1, rep, 1)) if tile else np.repeat(k, rep, axis=1)
+    v = np.tile(v, (1, rep, 1)) if tile else np.repeat(v, rep, axis=1)
+    s = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(d)
+    L = k.shape[0]
+    ok = np.tril(np.ones((n_q, L), bool), L - n_q if shift else 0)
+    s = np.where(ok, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("hqk,khd->qhd", p / p.sum(-1, keepdims=True), v)
+
+
+def _gather(cache, table, n):
+    bs = cache.shape[1]
+    return cache.reshape(-1, *cache.shape[2:])[[table[p // bs] * bs + p % bs for p in range(n)]]
+
+
+def whole_blocks(q, kc, vc, table, n):
+    m = len(table) * kc.shape[1]
+    return _attention(q, _gather(kc, table, m), _gather(vc, table, m))
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (whole_blocks, "every slot of the last block"),
+        (
+            lambda q, kc, vc, t, n: _attention(
+                q, _gather(kc, t, n), _gather(vc, t, n), shift=False
+            ),
+            "LAST n_q positions",
+        ),
+        (
+            lambda q, kc, vc, t, n: _attention(q, _gather(kc, t, n), _gather(vc, t, n), tile=True),
+            "np.repeat, not np.tile",
+        ),
+        (
+            lambda q, kc, vc, t, n: _attention(
+                q, kc.reshape(-1, *kc.shape[2:])[:n], vc.reshape(-1, *vc.shape[2:])[:n]
+            ),
+            "Gather",
+        ),
+    ],
+)
+def test_paged_attention_rejects_wrong_answers(wrong, match):
+    rejects(lab18.check_paged_attention, wrong, match=match)
+
+
+def test_paged_attention_rejects_the_reference():
+    rejects(
+        lab18.check_paged_attention,
+        lambda q, k, v, t, n: pa.paged_attention(q, k, v, t, n),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 18.3 copy-on-write
+def append_slot(
+    table, n_tokens, ref_count, free_blocks, block_size, cow=True, always=False, decref=True
+):
+    copy = None
+    if n_tokens % block_size == 0:
+        table.append(free_blocks.pop(0))
+        ref_count[table[-1]] = 1
+    elif always or (cow and ref_count[table[-1]] > 1):
+        src, dst = table[-1], free_blocks.pop(0)
+        ref_count[src] -= decref
+        if ref_count[src] == 0:
+            free_blocks.append(src)
+        ref_count[dst] = 1
+        table[-1], copy = dst, (src, dst)
+    return table[-1] * block_size + n_tokens % block_size, copy
+
+
+def test_copy_on_write_solution_passes(capsys):
+    lab18.check_copy_on_write(append_slot)
+    assert "✔ Exercise 18.3 passed" in capsys.readouterr().out
+
+
+def _early_block(table, n, ref, free, bs):
+    if n % bs == bs - 1 or not table:
+        table.append(free.pop(0))
+        ref[table[-1]] = 1
+    return table[-1] * bs + n % bs, None
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda *a: append_slot(*a, cow=False), "written in place"),
+        (lambda *a: append_slot(*a, always=True), "exact copy-on-write needs"),
+        (lambda *a: append_slot(*a, decref=False), "a copy drops one reference"),
+        (_early_block, "exactly when n_tokens % block_size == 0"),
+    ],
+)
+def test_copy_on_write_rejects_wrong_answers(wrong, match):
+    rejects(lab18.check_copy_on_write, wrong, match=match)
+
+
+def test_copy_on_write_rejects_the_reference():
+    def via_manager(table, n, ref, free, bs):
+        bm_mod.BlockManager(4, bs)
+        return append_slot(table, n, ref, free, bs)
+
+    rejects(lab18.check_copy_on_write, via_manager, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 18.4 prefix hashes
+def block_hashes(tokens, block_size):
+    keys, parent = [], None
+    for i in range(len(tokens) // block_size):
+        parent = hash((parent, tuple(tokens[i * block_size : (i + 1) * block_size])))
+        keys.append(parent)
+    return keys
+
+
+def test_prefix_hashes_solution_and_reference_pass(capsys):
+    lab18.check_prefix_hashes(block_hashes)
+    lab18.check_prefix_hashes(
+        lambda t, bs: [ref_hash(None, t[: (i + 1) * bs]) for i in range(len(t) // bs)]
+    )
+    assert "✔ Exercise 18.4 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (
+            lambda t, bs: [hash(tuple(t[i * bs : (i + 1) * bs])) for i in range(len(t) // bs)],
+            "chain the hash",
+        ),
+        (
+            lambda t, bs: block_hashes(t, bs) + ([hash(tuple(t))] if len(t) % bs else []),
+            "only full blocks",
+        ),
+        (lambda t, bs: [tuple(t[: (i + 1) * bs]) for i in range(len(t) // bs)], "must be an int"),
+    ],
+)
+def test_prefix_hashes_reject_wrong_answers(wrong, match):
+    rejects(lab18.check_prefix_hashes, wrong, match=match)
+
+
+def test_prefix_hashes_reject_the_reference():
+    rejects(
+        lab18.check_prefix_hashes,
+        lambda t, bs: [bm_mod.block_hash(None, t[: (i + 1) * bs]) for i in range(len(t) // bs)],
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 18.5 waste
+def kv_waste(lengths, max_len, block_size, ceil=True, cap=None):
+    used = sum(lengths)
+    blocks = sum(-(-n // block_size) if ceil else n // block_size for n in lengths)
+    return 1 - used / (len(lengths) * (cap or max_len)), 1 - used / (blocks * block_size)
+
+
+def test_kv_waste_solution_passes(capsys):
+    lab18.check_kv_waste(kv_waste)
+    assert "✔ Exercise 18.5 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda ls, m, bs: kv_waste(ls, m, bs, ceil=False), r"ceil\(l / block_size\)"),
+        (lambda ls, m, bs: kv_waste(ls, m, bs, cap=max(ls)), "not the longest seen"),
+        (
+            lambda ls, m, bs: tuple(
+                (r - sum(ls)) / sum(ls) for r in (len(ls) * m, sum(-(-n // bs) for n in ls) * bs)
+            ),
+            "RESERVED",
+        ),
+    ],
+)
+def test_kv_waste_rejects_wrong_answers(wrong, match):
+    rejects(lab18.check_kv_waste, wrong, match=match)
+
+
+def test_kv_waste_rejects_the_reference():
+    def via_manager(lengths, max_len, bs):
+        bm_mod.BlockManager(4, bs)
+        return kv_waste(lengths, max_len, bs)
+
+    rejects(lab18.check_kv_waste, via_manager, match="reference", error=ReferenceCalledError)
