@@ -1,0 +1,229 @@
+"""Graders of lab 19: the reference passes; realistic wrong answers and reference calls fail."""
+
+from __future__ import annotations
+
+import heapq
+
+import pytest
+
+import minitorch.runtime.engine as engine_mod
+import minitorch.runtime.scheduler as sched_mod
+from minitorch.checks import lab19
+from minitorch.checks.core import ReferenceCalledError
+from minitorch.runtime.paged_model import Chunk
+from tests.helpers.graders import rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.runtime")
+ref_plan_step = unblocked(sched_mod.plan_step)
+ref_preemption = unblocked(sched_mod.plan_preemption)
+ref_batched_step = unblocked(engine_mod.batched_step)
+
+
+# --------------------------------------------------------------------------- 19.1 step
+def plan_step(
+    running,
+    waiting,
+    budget,
+    max_num_seqs,
+    free,
+    chunked,
+    *,
+    waiting_first=False,
+    overtake=False,
+    blocks=True,
+    over_budget=False,
+):
+    out, seats = [], max_num_seqs - len(running)
+    order = [("w", w) for w in waiting] if waiting_first else []
+    order = (
+        order + [("r", r) for r in running] + ([] if waiting_first else [("w", w) for w in waiting])
+    )
+    for kind, item in order:
+        if kind == "r":
+            sid, need = item
+            n = min(need, budget) if chunked else need
+            if over_budget:
+                n = need
+            if 0 < n <= budget or over_budget:
+                out.append((sid, n))
+                budget -= n
+            continue
+        sid, need, nb = item
+        n = min(need, budget) if chunked else need
+        if seats <= 0 or n <= 0 or n > budget or (blocks and nb > free):
+            if overtake:
+                continue
+            break
+        out.append((sid, n))
+        budget, seats, free = budget - n, seats - 1, free - nb
+    return out
+
+
+def test_schedule_step_reference_and_solution_pass(capsys):
+    lab19.check_schedule_step(ref_plan_step)
+    lab19.check_schedule_step(plan_step)
+    assert "✔ Exercise 19.1 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(waiting_first=True), "Running sequences go first"),
+        (dict(overtake=True), "may not overtake"),
+        (dict(blocks=False), "its blocks are free"),
+        (dict(over_budget=True), "over the budget"),
+    ],
+)
+def test_schedule_step_rejects_wrong_answers(kwargs, match):
+    rejects(lab19.check_schedule_step, lambda *a: plan_step(*a, **kwargs), match=match)
+
+
+def test_schedule_step_rejects_the_reference():
+    rejects(
+        lab19.check_schedule_step,
+        lambda *a: sched_mod.plan_step(*a),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 19.2 preemption
+def plan_preemption(running, free, oldest=False, refund=True):
+    queue, kept, out = list(running), [], []
+    while queue:
+        sid, need, held = queue.pop(0)
+        while free < need and queue:
+            victim = queue.pop(0) if oldest else queue.pop()
+            out.append(victim[0])
+            free += victim[2] if refund else 0
+        if free < need:
+            out.append(sid)
+            free += held if refund else 0
+            continue
+        free -= need
+        kept.append(sid)
+    return kept, out
+
+
+def test_preemption_reference_and_solution_pass(capsys):
+    lab19.check_preemption(ref_preemption)
+    lab19.check_preemption(plan_preemption)
+    assert "✔ Exercise 19.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda r, f: plan_preemption(r, f, oldest=True), "NEWEST"),
+        (lambda r, f: plan_preemption(r, f, refund=False), "frees every block"),
+        (
+            lambda r, f: (
+                ([], [s for s, *_ in r][::-1])
+                if sum(n for _, n, _ in r) > f
+                else ([s for s, *_ in r], [])
+            ),
+            "expected",
+        ),
+    ],
+)
+def test_preemption_rejects_wrong_answers(wrong, match):
+    rejects(lab19.check_preemption, wrong, match=match)
+
+
+def test_preemption_rejects_the_reference():
+    rejects(
+        lab19.check_preemption,
+        lambda r, f: sched_mod.plan_preemption(r, f),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 19.3 engine step
+def engine_step(runner, work, every=False, tail=False, per_seq=False):
+    chunks = [
+        Chunk(toks[len(toks) - n :] if tail else toks[done : done + n], done, table)
+        for toks, done, n, table in work
+    ]
+    if per_seq:
+        logits = [runner.forward([c])[0] for c in chunks]
+    else:
+        logits = list(runner.forward(chunks))
+    return [
+        row if every or done + n == len(toks) else None
+        for row, (toks, done, n, _) in zip(logits, work, strict=True)
+    ]
+
+
+def test_engine_step_reference_and_solution_pass(capsys):
+    lab19.check_engine_step(ref_batched_step)
+    lab19.check_engine_step(engine_step)
+    assert "✔ Exercise 19.3 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(every=True), "must get None"),
+        (dict(tail=True), "one-at-a-time greedy"),
+        (dict(per_seq=True), "ONE forward"),
+    ],
+)
+def test_engine_step_rejects_wrong_answers(kwargs, match):
+    rejects(lab19.check_engine_step, lambda r, w: engine_step(r, w, **kwargs), match=match)
+
+
+def test_engine_step_rejects_the_reference():
+    rejects(
+        lab19.check_engine_step,
+        lambda r, w: engine_mod.batched_step(r, w),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 19.4 predict
+def predict_steps(lens, b, policy):
+    if policy == "static":
+        return sum(max(lens[i : i + b]) for i in range(0, len(lens), b))
+    slots, end = [0] * min(b, len(lens)), 0
+    for n in lens:
+        start = heapq.heappop(slots)
+        end = max(end, start + n)
+        heapq.heappush(slots, start + n)
+    return end
+
+
+def test_predict_steps_solution_passes(capsys):
+    lab19.check_predict_steps(predict_steps)
+    assert "✔ Exercise 19.4 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda ls, b, p: predict_steps(ls, b, "static"), "freed slot is refilled"),
+        (
+            lambda ls, b, p: -(-sum(ls) // b) if p == "continuous" else predict_steps(ls, b, p),
+            "stays in its slot",
+        ),
+        (
+            lambda ls, b, p: (
+                sum(round(sum(ls[i : i + b]) / len(ls[i : i + b])) for i in range(0, len(ls), b))
+                if p == "static"
+                else predict_steps(ls, b, p)
+            ),
+            "LONGEST",
+        ),
+    ],
+)
+def test_predict_steps_rejects_wrong_answers(wrong, match):
+    rejects(lab19.check_predict_steps, wrong, match=match)
+
+
+def test_predict_steps_rejects_the_reference():
+    def via_engine(lens, b, policy):
+        engine_mod.Engine(None, cost=engine_mod.CostModel())
+        return predict_steps(lens, b, policy)
+
+    rejects(lab19.check_predict_steps, via_engine, match="reference", error=ReferenceCalledError)
