@@ -1,0 +1,132 @@
+"""Grader of exercise 26.4: a 3-D parallelism planner on published setups.
+
+The learner's ``plan(model, cluster, batch)`` returns feasible layouts, fastest first, using
+the course's cost model (:func:`~minitorch.parallel.planner_cost.memory_per_gpu`,
+:func:`~minitorch.parallel.planner_cost.step_time`, ``USABLE``). Checked:
+
+* every layout returned fits: memory per GPU <= USABLE x the GPU's memory (a layout that does
+  not fit is rejected, however fast);
+* the first is the fastest feasible layout (the grader's own brute force over tp | heads,
+  tp aligned with nodes, pp | layers, dp | batch);
+* on the published setups of Narayanan et al. 2021 the chosen layout is within tolerance of
+  theirs (TP equal, PP and DP within a factor 2) and the estimated percentage of peak within
+  5 points of the reported one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import fresh_rng, grader, plain
+from minitorch.checks.errors import CheckFailure
+from minitorch.parallel.planner import PUBLISHED, selene
+from minitorch.parallel.planner_cost import (
+    USABLE,
+    Cluster,
+    Layout,
+    Model,
+    memory_per_gpu,
+    step_time,
+    utilisation,
+)
+
+__all__ = ["TOLERANCE", "check_plan"]
+
+REFERENCE = (
+    "minitorch.parallel.planner:plan",
+    "minitorch.parallel.planner:enumerate_layouts",
+    "minitorch.parallel.planner:estimate",
+    "minitorch.parallel.planner:plan_layouts",
+)
+TOLERANCE = 0.05  # absolute, on the fraction of peak
+
+
+def _brute_force(m: Model, c: Cluster, batch: int) -> float:
+    best = float("inf")
+    for tp in range(1, c.gpus + 1):
+        ok_tp = (
+            c.gpus % tp == 0
+            and m.heads % tp == 0
+            and (c.per_node % tp == 0 or tp % c.per_node == 0)
+        )
+        for pp in range(1, c.gpus // tp + 1) if ok_tp else ():
+            if (c.gpus // tp) % pp or m.layers % pp or batch % (c.gpus // (tp * pp)):
+                continue
+            lay = Layout(tp, pp, c.gpus // (tp * pp))
+            if memory_per_gpu(m, lay, batch) <= USABLE * c.memory:
+                best = min(best, step_time(m, c, lay, batch)["total"])
+    return best
+
+
+def _read(got: Any, tag: str) -> list[Layout]:
+    if not isinstance(got, (list, tuple)) or not got:
+        raise CheckFailure(
+            f"{tag} return a non-empty list of Layout, fastest first (got {type(got).__name__})."
+        )
+    out = []
+    for lay in got:
+        if not isinstance(lay, Layout):
+            raise CheckFailure(
+                f"{tag} return Layout objects (minitorch.parallel.planner_cost.Layout), "
+                f"got {type(lay).__name__}."
+            )
+        fields = (plain(getattr(lay, f), what=f, case=tag) for f in ("tp", "pp", "dp", "cp", "ep"))
+        out.append(Layout(*(int(v) for v in fields)))  # plain ints, a fresh Layout
+    return out
+
+
+def _judge(student: Callable[..., Any], m: Model, c: Cluster, batch: int, tag: str) -> Layout:
+    ranked = _read(student(m, c, batch), tag)
+    for lay in ranked:
+        if lay.tp * lay.pp * lay.dp * lay.cp != c.gpus:
+            raise CheckFailure(f"{tag} {lay} does not use the {c.gpus} GPUs (tp pp dp = GPUs).")
+        mem = memory_per_gpu(m, lay, batch)
+        if mem > USABLE * c.memory:
+            raise CheckFailure(
+                f"{tag} {lay} needs {mem / 1e9:.1f} GB per GPU, more than the "
+                f"{USABLE * c.memory / 1e9:.0f} GB usable: a layout that does not fit is no "
+                "answer, however fast. Filter with memory_per_gpu first."
+            )
+    times = [step_time(m, c, lay, batch)["total"] for lay in ranked]
+    if any(b < a * (1 - 1e-9) for a, b in itertools.pairwise(times)):
+        raise CheckFailure(f"{tag} the layouts are not sorted by step time, fastest first.")
+    best = _brute_force(m, c, batch)
+    if times[0] > best * (1 + 1e-9):
+        raise CheckFailure(
+            f"{tag} your best {ranked[0]} takes {times[0]:.3f} s per step; a feasible layout "
+            f"takes {best:.3f} s. Try every tp dividing the heads (and 8 | tp or tp | 8), pp "
+            "dividing the layers, dp = GPUs / (tp pp) dividing the batch."
+        )
+    return ranked[0]
+
+
+@grader("26.4", blocks=REFERENCE)
+def check_plan(plan: Callable[..., Any]) -> str:
+    """Exercise 26.4: feasible, optimal under the cost model, and near the published layouts."""
+    lines = []
+    for key, pub in PUBLISHED.items():
+        tag = f"[{pub.model.name} on {pub.cluster.gpus} GPUs]"
+        lay = _judge(plan, pub.model, pub.cluster, pub.batch, tag)
+        t = step_time(pub.model, pub.cluster, lay, pub.batch)["total"]
+        util = utilisation(pub.model, pub.cluster, lay, pub.batch, t)["paper"]
+        ok = lay.tp == 8 and abs(util - pub.util) <= TOLERANCE
+        if pub.layout is not None:
+            ok = ok and all(
+                w / 2 <= g <= 2 * w for g, w in [(lay.pp, pub.layout.pp), (lay.dp, pub.layout.dp)]
+            )
+        if not ok:
+            raise CheckFailure(
+                f"{tag} {lay} at {util:.0%} of peak is not within tolerance of {pub.source}."
+            )
+        lines.append(f"{key}: {lay} at {util:.0%} (reported {pub.util:.0%})")
+    gen = fresh_rng("26.4")
+    for _ in range(2):
+        h = 1024 * int(gen.integers(2, 9))
+        m = Model("fresh", 8 * int(gen.integers(2, 7)), h, h // 128, 2048, 51200)
+        gpus = 8 * int(gen.choice([4, 8, 16]))
+        label = fresh(f"L={m.layers}, h={h}, {gpus} GPUs")
+        _judge(plan, m, selene(gpus), 2 * gpus, f"[{label}]")
+    return "; ".join(lines) + " (tolerance: TP equal, PP and DP x2, 5 points of peak)"

@@ -1,0 +1,121 @@
+"""Grader of exercise 26.1: ring attention on SimWorld (p = 2..4, causal and not), then gloo.
+
+The learner's ``ring_attention(comm, q, k, v, causal)`` gets this rank's rows (h, n/p, d) of
+Q, K, V and returns its rows of softmax attention over the WHOLE sequence. Values: float64,
+equal to one-process attention to 1e-10. The point, enforced: K/V blocks travel only to the
+ring neighbour ``r + 1``, and each rank sends exactly ``(p - 1)`` K and V blocks (never the
+whole K/V at once, never to every rank). Known mistakes: merging partial softmaxes without
+the ``e^(m - m')`` rescaling; ignoring the causal mask or the block offsets.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import fresh_rng, grader, guarded
+from minitorch.checks.errors import CheckFailure
+from minitorch.checks.lab26.workers import RING_REF, full_attention, ring_program, unscaled_ring
+from minitorch.comm.simworld import SimWorld
+
+__all__ = ["check_ring_attention", "ring_cases"]
+
+
+def _case(
+    seed: int, p: int, h: int, nb: int, d: int, causal: bool, scale: float, label: str
+) -> dict:
+    gen = np.random.default_rng(seed)
+    q, k, v = (gen.standard_normal((h, p * nb, d)) for _ in range(3))
+    return {"q": q * scale, "k": k, "v": v, "causal": causal, "p": p, "label": label}
+
+
+def ring_cases(fresh_count: int = 2) -> list[dict[str, Any]]:
+    """Teaching cases, then fresh ones (seeded by the grading run)."""
+    cases = [
+        _case(1, 2, 1, 3, 4, False, 1.0, "p=2, 1 head, not causal"),
+        _case(2, 3, 2, 2, 3, False, 4.0, "p=3, 2 heads, large scores, not causal"),
+        _case(3, 3, 1, 3, 2, True, 1.0, "p=3, causal"),
+        _case(4, 4, 2, 2, 4, True, 3.0, "p=4, 2 heads, causal"),
+    ]
+    gen = fresh_rng("26.1")
+    for _ in range(fresh_count):
+        p, causal = int(gen.integers(2, 5)), bool(gen.integers(0, 2))
+        h, nb, d = (int(v) for v in gen.integers(1, 4, 3))
+        label = fresh(f"p={p}, h={h}, n={p * nb}, d={d}, causal={causal}")
+        cases.append(_case(int(gen.integers(2**31)), p, h, nb, d, causal, 2.0, label))
+    return cases
+
+
+def compare(case: dict, outs: list[dict], where: str) -> None:
+    """Values against one process, then the ring's byte budget; CheckFailure with a hint."""
+    p = len(outs)
+    q, k, v, causal = case["q"], case["k"], case["v"], case["causal"]
+    own = q[..., : q.shape[-2] // p, :].shape
+    ok = all(np.shape(o["out"]) == own for o in outs)
+    got = np.concatenate([o["out"] for o in outs], axis=-2) if ok else None
+    tag = f"[{case['label']}, {where}]"
+    if got is None:
+        raise CheckFailure(
+            f"{tag} each rank must return its own rows, shape "
+            f"{q.shape[0], q.shape[1] // p, v.shape[-1]}."
+        )
+    want = full_attention(q, k, v, causal)
+    if not np.allclose(got, want, rtol=0, atol=1e-10):
+        if np.allclose(got, unscaled_ring(q, k, v, causal, p), rtol=0, atol=1e-10):
+            hint = (
+                "you added partial softmaxes taken against different maxima. When the running "
+                "max grows from m to m', multiply the old accumulator AND the old sum by "
+                "exp(m - m') before adding the new block (the online-softmax rescaling)."
+            )
+        elif np.allclose(got, full_attention(q, k, v, not causal), rtol=0, atol=1e-10):
+            hint = "you got the non-causal answer." if causal else "you masked a non-causal case."
+            hint += (
+                " With causal=True, query i sees keys j <= i in GLOBAL positions: block t "
+                "comes from rank (r - t) mod p."
+            )
+        else:
+            err = float(np.max(np.abs(got - want)))
+            hint = (
+                f"off by up to {err:.2e}. Check which rank each received block came from "
+                "(at step t: (r - t) mod p) and that you divide by the running sum at the end."
+            )
+        raise CheckFailure(f"{tag} wrong attention: {hint}")
+    block = k.nbytes // p
+    for r, o in enumerate(outs):
+        want_to = {(r + 1) % p: 2 * (p - 1) * block} if p > 1 else {}
+        if o["to"] != want_to:
+            raise CheckFailure(
+                f"{tag} right values, but rank {r} sent {o['to']} (peer: bytes) where the ring "
+                f"sends {want_to}: (p - 1) = {p - 1} K blocks and {p - 1} V blocks of {block} "
+                "bytes, each only to the next rank (r + 1) mod p. Gathering every K/V block at "
+                "once (all-gather) needs p times the memory ring attention avoids."
+            )
+
+
+@grader("26.1", blocks=RING_REF)
+def check_ring_attention(ring_attention: Callable[..., Any], real: bool = True) -> str:
+    """Exercise 26.1: ring attention equals full attention; K/V only around the ring."""
+    cases = ring_cases()
+    raw = getattr(ring_attention, "fn", ring_attention)
+    for case in cases:
+        world = SimWorld(case["p"])
+        outs = guarded(lambda w=world, c=case: w.run(ring_program, raw, c), "26.1", RING_REF)()
+        compare(case, outs, "simulated world")
+    if not real:
+        return f"{len(cases)} simulated cases (p = 2..4) equal full attention, ring bytes exact"
+    from minitorch.comm.torchdist import launch
+
+    gloo = [ring_cases(0)[0], _case(7, 2, 2, 3, 3, True, 2.0, "p=2, causal")]
+    source = textwrap.dedent(inspect.getsource(raw))
+    runs = launch("minitorch.checks.lab26.workers:ring_gloo", 2, source, raw.__name__, gloo)
+    for i, case in enumerate(gloo):
+        compare(case, [runs[0][i], runs[1][i]], "2 gloo processes")
+    return (
+        f"{len(cases)} simulated (p = 2..4) and {len(gloo)} real (2 gloo processes) cases equal "
+        f"full attention to 1e-10; each rank sent exactly 2(p-1) K/V blocks, to its neighbour only"
+    )
