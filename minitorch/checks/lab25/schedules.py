@@ -1,0 +1,143 @@
+"""Graders of exercises 25.1 (GPipe), 25.2 (1F1B) and 25.4 (interleaved 1F1B) schedules.
+
+Every schedule must be complete (one F and one B of each microbatch and chunk per stage),
+run each backward after its forward, and finish when every stage runs its list in order and
+waits for its inputs (a broken dependency deadlocks). Then the point of each schedule is
+enforced: its bubble in simulated time (forward 1, backward 2 per stage; 1/v and 2/v per
+chunk) must equal the closed form exactly, and its peak of stashed activations per stage
+must fit the budget: ``m`` is allowed for GPipe, ``min(p - s, m)`` for 1F1B,
+``min(2 (p - s - 1) + (v - 1) p + 1, m v)`` chunk-activations for the interleaved schedule.
+Ground truth: the graders' own dependency-graph timing (``_sched.audit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import fresh_rng, grader, plain
+from minitorch.checks.errors import CheckFailure
+from minitorch.checks.lab25._sched import audit, peaks, read_schedule
+
+__all__ = ["check_gpipe", "check_interleaved", "check_one_f_one_b"]
+
+_P = "minitorch.parallel.pipeline"
+_TOL = 1e-9
+
+
+def _run(fn: Callable[..., Any], args: tuple, p: int, label: str) -> list:
+    got = plain(fn(*args), what="schedule", case=label)
+    return read_schedule(got, p, label)
+
+
+def _bubble(label: str, got: float, p: int, m: int, v: int, name: str) -> None:
+    want = (p - 1) / (v * m + p - 1)
+    if abs(got - want) > _TOL:
+        raise CheckFailure(
+            f"[{label}] valid, but its bubble in simulated time is {got:.4f}, not {name}'s "
+            f"(p-1)/({'v m' if v > 1 else 'm'}+p-1) = {want:.4f}: some stage idles while it "
+            "could compute. Start each stage's next op as early as its inputs allow (a stage "
+            "that runs F and B of one microbatch before the next forward is plain model "
+            "parallelism, bubble (p-1)/p)."
+        )
+
+
+def _cases(named: list[tuple[int, ...]], exercise: str, count: int, draw: Callable) -> list:
+    gen = fresh_rng(exercise)
+    out = [(c, f"p={c[0]}, m={c[1]}" + (f", v={c[2]}" if len(c) > 2 else "")) for c in named]
+    for _ in range(count):
+        c = draw(gen)
+        out.append((c, fresh(f"p={c[0]}, m={c[1]}" + (f", v={c[2]}" if len(c) > 2 else ""))))
+    return out
+
+
+@grader("25.1", blocks=(f"{_P}:gpipe", f"{_P}:one_f_one_b", f"{_P}:interleaved"))
+def check_gpipe(gpipe_schedule: Callable[..., Any]) -> str:
+    """Exercise 25.1: GPipe, every forward then every backward; bubble (p-1)/(m+p-1)."""
+    cases = _cases(
+        [(2, 3), (4, 4), (4, 8), (1, 3), (3, 1)],
+        "25.1",
+        3,
+        lambda g: (int(g.integers(2, 6)), int(g.integers(1, 9))),
+    )
+    for (p, m), label in cases:
+        sched = _run(gpipe_schedule, (p, m), p, label)
+        _, bubble = audit(sched, m, 1, label)
+        for s, ops in enumerate(sched):
+            kinds = "".join(k for k, _, _ in ops)
+            if kinds != "F" * m + "B" * m:
+                raise CheckFailure(
+                    f"[{label}] stage {s} runs {kinds[:12]}...: GPipe flushes, it runs all m "
+                    "forwards before any backward (the backwards then run after the pipeline "
+                    "has filled)."
+                )
+        _bubble(label, bubble, p, m, 1, "GPipe")
+    return f"{len(cases)} GPipe schedules valid, bubble (p-1)/(m+p-1) exact, peak m activations"
+
+
+@grader("25.2", blocks=(f"{_P}:gpipe", f"{_P}:one_f_one_b", f"{_P}:interleaved"))
+def check_one_f_one_b(one_f_one_b_schedule: Callable[..., Any]) -> str:
+    """Exercise 25.2: 1F1B, GPipe's bubble with at most min(p - s, m) stashed per stage."""
+    cases = _cases(
+        [(2, 3), (4, 4), (4, 8), (3, 2), (1, 3)],
+        "25.2",
+        3,
+        lambda g: (int(g.integers(2, 6)), int(g.integers(1, 10))),
+    )
+    stashed = 0
+    for (p, m), label in cases:
+        sched = _run(one_f_one_b_schedule, (p, m), p, label)
+        _, bubble = audit(sched, m, 1, label)
+        got = peaks(sched)
+        budget = [min(p - s, m) for s in range(p)]
+        for s in range(p):
+            if got[s] > budget[s]:
+                kinds = "".join(k for k, _, _ in sched[s])
+                hint = "stage s needs only p - s - 1 warm-up forwards"
+                if kinds == "F" * m + "B" * m:
+                    hint = (
+                        "this is GPipe's memory: 1F1B runs only p - s - 1 warm-up forwards, "
+                        "then one backward after each forward"
+                    )
+                elif got[s] == budget[s] + 1:
+                    hint = "one warm-up forward too many: stage s needs p - s - 1"
+                raise CheckFailure(
+                    f"[{label}] stage {s} holds {got[s]} microbatches' activations at once; the "
+                    f"1F1B budget is min(p - s, m) = {budget[s]} ({hint})."
+                )
+        _bubble(label, bubble, p, m, 1, "1F1B")
+        stashed += sum(got)
+    return (
+        f"{len(cases)} 1F1B schedules valid, bubble (p-1)/(m+p-1) exact, peak stash "
+        f"min(p-s, m) per stage ({stashed} activations in all vs GPipe's p*m)"
+    )
+
+
+@grader("25.4", blocks=(f"{_P}:gpipe", f"{_P}:one_f_one_b", f"{_P}:interleaved"))
+def check_interleaved(interleaved_schedule: Callable[..., Any]) -> str:
+    """Exercise 25.4: interleaved 1F1B; bubble (p-1)/(v m+p-1) with chunks of 1/v the work."""
+    cases = _cases(
+        [(2, 4, 2), (4, 8, 2), (2, 2, 3), (3, 6, 1), (4, 4, 3)],
+        "25.4",
+        2,
+        lambda g: (p := int(g.integers(2, 5)), p * int(g.integers(1, 4)), int(g.integers(2, 4))),
+    )
+    for (p, m, v), label in cases:
+        sched = _run(interleaved_schedule, (p, m, v), p, label)
+        _, bubble = audit(sched, m, v, label, t_f=1.0 / v, t_b=2.0 / v)
+        got = peaks(sched)
+        for s in range(p):
+            budget = min(2 * (p - s - 1) + (v - 1) * p + 1, m * v) if v > 1 else min(p - s, m)
+            if got[s] > budget:
+                raise CheckFailure(
+                    f"[{label}] stage {s} holds {got[s]} chunk-activations at once; the "
+                    f"interleaved budget is {budget} (warm-up 2(p-s-1) + (v-1)p forwards, "
+                    "then one backward after each forward). Running every forward first is "
+                    "GPipe over the virtual stages."
+                )
+        _bubble(label, bubble, p, m, v, "the interleaved schedule")
+    return (
+        f"{len(cases)} interleaved schedules valid, bubble (p-1)/(v m+p-1) exact (fill and "
+        "drain v times shorter than 1F1B's), stash within Megatron's warm-up + 1"
+    )

@@ -1,0 +1,137 @@
+"""Grader of exercise 25.5: one pipeline training step of the tiny GPT, on 2 real processes.
+
+The learner's ``pipeline_train_step(comm, stage, ops, inputs, targets)`` runs this rank's
+ops: a forward receives the previous stage's activation (stage 0 reads its token ids),
+stashes what backward needs and sends its output on (the last stage computes the
+microbatch's loss divided by m); a backward receives the gradient of its output, runs the
+stage's backward and sends the gradient of its input back. The check trains the float64
+GPT (one block per stage, untied head) for a few SGD steps under GPipe and 1F1B, on
+SimWorld (2-3 stages) and then once on 2 gloo processes, and compares every weight and loss
+with ONE process training the whole model on the whole batch, to 1e-10.
+Budget: exactly one message per microbatch per stage boundary and direction, holding the
+activation (or its gradient) and nothing else (bytes counted).
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import fresh_rng, grader, guarded
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.lab25.workers import REFERENCE, single_process, train_stage
+from minitorch.comm.simworld import DeadlockError, SimWorld
+
+__all__ = ["check_pipeline_train"]
+
+_TEACHING: list[dict[str, Any]] = [
+    {"seed": 1, "p": 2, "m": 4, "batch": 4, "schedule": "1f1b", "steps": 2, "lr": 0.5},
+    {"seed": 2, "p": 2, "m": 2, "batch": 4, "schedule": "gpipe", "steps": 2, "lr": 0.5},
+    {"seed": 3, "p": 3, "m": 3, "batch": 6, "schedule": "1f1b", "steps": 2, "lr": 0.5},
+]
+
+
+def _label(c: dict[str, Any]) -> str:
+    return f"{c['schedule']}, p={c['p']}, m={c['m']}, batch={c['batch']}"
+
+
+def _compare(case: dict[str, Any], outs: list[dict], where: str) -> None:
+    label = f"{case['label']}, {where}"
+    for out in outs:
+        if "error" in out:
+            raise CheckFailure(f"[{label}] {out['error']}: every stage must run its backwards.")
+    got = [a for out in outs for a in out["params"]]
+    want, losses = single_process(case)
+    if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want, strict=False)):
+        raise CheckFailure(f"[{label}] the stages' parameters changed shape.")
+    err = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want, strict=True))
+    if err > 1e-10:
+        m = case["m"]
+        scaled, _ = single_process(case, scale=m)
+        if all(np.allclose(g, w, rtol=0, atol=1e-10) for g, w in zip(got, scaled, strict=True)):
+            raise CheckFailure(
+                f"[{label}] the weights moved {m}x too far: each microbatch's loss is a mean "
+                f"over its own rows, so the batch's loss is their MEAN: divide each by m={m}."
+            )
+        raise CheckFailure(
+            f"[{label}] weights differ from one process on the whole batch by {err:.2e} "
+            "(tolerance 1e-10). A received activation must be a leaf that requires grad, the "
+            "backward must be seeded with the received gradient of the stage's OUTPUT, and "
+            "what goes back is the gradient of the stage's INPUT."
+        )
+    last = outs[-1]["losses"]
+    if any(
+        not isinstance(v, float | np.floating) or abs(v - w) > 1e-10
+        for v, w in zip(last, losses, strict=True)
+    ):
+        raise CheckFailure(
+            f"[{label}] right weights, but the last stage returned losses {last}, want "
+            f"{[round(v, 6) for v in losses]}: the sum of the microbatches' loss / m."
+        )
+    p, m = case["p"], case["m"]
+    act = case["batch"] // m * 8 * 16 * 8  # one microbatch's (b, T, C) float64 activation
+    for r, out in enumerate(outs):
+        links = (r > 0) + (r < p - 1)
+        msgs, nbytes = case["steps"] * m * links, case["steps"] * m * links * act
+        if (out["messages"], out["bytes"]) != (msgs, nbytes):
+            raise CheckFailure(
+                f"[{label}] right weights, but stage {r} sent {out['messages']} messages, "
+                f"{out['bytes']:,} bytes; the budget is one message per microbatch per "
+                f"neighbour and step: {msgs} messages of one activation or gradient, "
+                f"{nbytes:,} bytes. Send only the arrays the next (or previous) stage needs."
+            )
+
+
+@grader("25.5", blocks=REFERENCE)
+def check_pipeline_train(pipeline_train_step: Callable[..., Any], real: bool = True) -> str:
+    """Exercise 25.5: pipelined training equals one process; SimWorld, then 2 gloo ranks."""
+    cases = [dict(c, label=_label(c)) for c in _TEACHING]
+    gen = fresh_rng("25.5")
+    m = int(gen.choice([2, 4]))
+    c = {
+        "seed": int(gen.integers(0, 2**31)),
+        "p": 2,
+        "m": m,
+        "batch": 2 * m,
+        "steps": 2,
+        "schedule": str(gen.choice(["gpipe", "1f1b"])),
+        "lr": 0.5,
+    }
+    cases.append(dict(c, label=fresh(_label(c))))
+    raw = getattr(pipeline_train_step, "fn", pipeline_train_step)
+
+    for case in cases:
+        world = SimWorld(case["p"])
+        try:
+            outs = guarded(lambda w=world, c=case: w.run(train_stage, raw, c), "25.5", REFERENCE)()
+        except StudentError as exc:
+            if not isinstance(exc.__cause__, DeadlockError):
+                raise
+            raise CheckFailure(
+                f"[{case['label']}, simulated world] the stages deadlock ({exc.__cause__}): a "
+                "recv waits for a message nobody sends. Sender and receiver must compute the "
+                "same tag for the same message (say 2j forward, 2j + 1 backward)."
+            ) from None
+        _compare(case, outs, "simulated world")
+    if not real:
+        return f"{len(cases)} simulated pipelined trainings equal one process to 1e-10"
+    from minitorch.comm.torchdist import launch
+
+    gloo = [cases[0], cases[-1]]
+    source = textwrap.dedent(inspect.getsource(raw))
+    runs = launch(
+        "minitorch.checks.lab25.workers:train_gloo", 2, source, raw.__name__, gloo, timeout=90.0
+    )
+    for k, case in enumerate(gloo):
+        _compare(case, [runs[0][k], runs[1][k]], "2 gloo processes")
+    steps = sum(c["steps"] for c in cases + gloo)
+    return (
+        f"{len(cases)} simulated and {len(gloo)} real (2 gloo processes) pipelined trainings "
+        f"of the tiny GPT, {steps} steps, equal one process to 1e-10; one message per "
+        "microbatch per boundary"
+    )

@@ -1,0 +1,151 @@
+"""Rank programs of the lab 25 checks (importable, so spawned gloo ranks can run them).
+
+:func:`train_stage` builds the case's tiny GPT (float64, untied head), keeps this rank's
+stage of :func:`minitorch.parallel.pipeline_stage.split_gpt`, and trains it for a few SGD
+steps with the learner's ``pipeline_train_step(comm, stage, ops, inputs, targets)``; the same
+function runs on the simulated world and on real gloo ranks (:func:`train_gloo`, where the
+learner's function arrives as source text). :func:`single_process` is the ground truth:
+the whole model trained on the whole batch in one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minitorch.autograd import Tensor, cross_entropy
+from minitorch.model.config import GPTConfig
+from minitorch.model.gpt import GPT
+from minitorch.parallel.pipeline_stage import split_gpt
+
+__all__ = [
+    "REFERENCE",
+    "CountingComm",
+    "case_data",
+    "single_process",
+    "stage_ops",
+    "train_gloo",
+    "train_stage",
+]
+
+REFERENCE = (
+    "minitorch.parallel.pipeline_exec:pipeline_train_step",
+    "minitorch.parallel.pipeline_exec:run_stage",
+)
+
+
+class CountingComm:
+    """Forwards to ``inner``; counts the messages and payload bytes this rank sends."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.messages, self.bytes = inner, 0, 0
+
+    @property
+    def rank(self) -> int:
+        return int(self.inner.rank)
+
+    @property
+    def world_size(self) -> int:
+        return int(self.inner.world_size)
+
+    def send(self, x: np.ndarray, dst: int, tag: int = 0) -> None:
+        self.messages, self.bytes = self.messages + 1, self.bytes + np.asarray(x).nbytes
+        self.inner.send(x, dst, tag)
+
+    def isend(self, x: np.ndarray, dst: int, tag: int = 0) -> Any:
+        self.messages, self.bytes = self.messages + 1, self.bytes + np.asarray(x).nbytes
+        return self.inner.isend(x, dst, tag)
+
+    def recv(self, src: int, tag: int = 0) -> np.ndarray:
+        return self.inner.recv(src, tag)
+
+    def irecv(self, src: int, tag: int = 0) -> Any:
+        return self.inner.irecv(src, tag)
+
+    def barrier(self) -> None:
+        self.inner.barrier()
+
+
+def case_data(case: dict[str, Any]) -> tuple[GPT, np.ndarray, np.ndarray]:
+    """The case's float64 GPT (one block per stage, untied head), token ids and targets."""
+    cfg = GPTConfig(
+        vocab_size=16,
+        block_size=8,
+        n_layer=case["p"],
+        n_head=2,
+        n_kv_head=2,
+        d_model=16,
+        tie_head=False,
+    )
+    gen = np.random.default_rng(case["seed"])
+    x = gen.integers(0, 16, (case["batch"], 8))
+    return GPT(cfg, seed=case["seed"], dtype=np.float64), x, np.roll(x, -1, axis=1)
+
+
+def stage_ops(kind: str, p: int, m: int, s: int) -> list[tuple[str, int, int]]:
+    """The grader's own GPipe or 1F1B op list of stage ``s``."""
+    f = [("F", j, 0) for j in range(m)]
+    b = [("B", j, 0) for j in range(m)]
+    if kind == "gpipe":
+        return f + b
+    w = min(p - s - 1, m)
+    ops = f[:w]
+    for j in range(m - w):
+        ops += [f[w + j], b[j]]
+    return ops + b[m - w :]
+
+
+def _sgd(params: list[Any], lr: float) -> None:
+    for t in params:
+        t.data = t.data - lr * t.grad
+        t.grad = None
+
+
+def single_process(case: dict[str, Any], scale: float = 1.0) -> tuple[list[np.ndarray], list]:
+    """Ground truth: the whole model, the whole batch, ``case["steps"]`` SGD steps."""
+    model, x, y = case_data(case)
+    params = list(model.parameters())
+    losses = []
+    for _ in range(case["steps"]):
+        loss = cross_entropy(model(x), y) * scale
+        loss.backward()
+        losses.append(float(loss.data) / scale)
+        _sgd(params, case["lr"])
+    return [np.array(t.data) for t in params], losses
+
+
+def train_stage(comm: Any, fn: Callable[..., Any], case: dict[str, Any]) -> dict[str, Any]:
+    """This rank's stage trained with the learner's step; its weights, losses and counts."""
+    counting = CountingComm(comm)
+    model, x, y = case_data(case)
+    stage = split_gpt(model, comm.world_size)[comm.rank]
+    m = case["m"]
+    inputs, targets = np.split(x, m), np.split(y, m)
+    ops = stage_ops(case["schedule"], comm.world_size, m, comm.rank)
+    params = list(stage.parameters())
+    losses = []
+    for _ in range(case["steps"]):
+        losses.append(fn(counting, stage, list(ops), list(inputs), list(targets)))
+        missing = [i for i, t in enumerate(params) if t.grad is None]
+        if missing:
+            return {"error": f"stage {comm.rank}: {len(missing)} parameters got no gradient"}
+        _sgd(params, case["lr"])
+    return {
+        "params": [np.array(t.data) for t in params],
+        "losses": losses,
+        "messages": counting.messages,
+        "bytes": counting.bytes,
+    }
+
+
+def train_gloo(comm: Any, source: str, name: str, cases: list[dict[str, Any]]) -> list:
+    """On a gloo rank: define the learner's ``name`` from ``source``, run every case guarded."""
+    from minitorch.checks.core import guarded
+
+    namespace: dict[str, Any] = {"np": np, "numpy": np, "__name__": "__a2s_rank__"}
+    namespace.update(Tensor=Tensor, cross_entropy=cross_entropy)
+    exec(compile(source, f"<{name} on rank {comm.rank}>", "exec"), namespace)
+    fn = guarded(namespace[name], "25.5", REFERENCE, forbid=())
+    return [train_stage(comm, fn, case) for case in cases]

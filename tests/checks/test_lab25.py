@@ -1,0 +1,276 @@
+"""Graders of lab 25: right schedules pass; broken dependencies, GPipe memory, wrong timings,
+wrong training steps and reference calls fail."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from minitorch.autograd import Tensor
+from minitorch.checks import lab25
+from minitorch.checks.core import ReferenceCalledError
+from minitorch.parallel import pipeline, pipeline_exec
+from tests.helpers.graders import rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.parallel")
+
+
+# --------------------------------------------------------------------------- 25.1 GPipe
+def gpipe_schedule(p, m):
+    return [[("F", j, 0) for j in range(m)] + [("B", j, 0) for j in range(m)] for _ in range(p)]
+
+
+def gpipe_missing_last(p, m):
+    return [[("F", j, 0) for j in range(m - 1)] + [("B", j, 0) for j in range(m - 1)]] * p
+
+
+def model_parallel(p, m):
+    return [[op for j in range(m) for op in (("F", j, 0), ("B", j, 0))] for _ in range(p)]
+
+
+def backward_first(p, m):
+    return [[("B", j, 0) for j in range(m)] + [("F", j, 0) for j in range(m)]] * p
+
+
+def test_gpipe():
+    lab25.check_gpipe(gpipe_schedule)
+    lab25.check_gpipe(unblocked(pipeline.gpipe))
+    rejects(lab25.check_gpipe, gpipe_missing_last, match="exactly once")
+    rejects(lab25.check_gpipe, backward_first, match="before its forward")
+    rejects(lab25.check_gpipe, model_parallel, match="all m forwards before any backward")
+    rejects(lab25.check_gpipe, pipeline.gpipe, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 25.2 1F1B
+def one_f_one_b_schedule(p, m):
+    out = []
+    for s in range(p):
+        warm = min(p - s - 1, m)
+        ops = [("F", j, 0) for j in range(warm)]
+        for j in range(m - warm):
+            ops += [("F", warm + j, 0), ("B", j, 0)]
+        out.append(ops + [("B", j, 0) for j in range(m - warm, m)])
+    return out
+
+
+def warmup_reversed(p, m):  # stage s warms up with s forwards: stage 0 waits on itself
+    out = []
+    for s in range(p):
+        warm = min(s, m)
+        ops = [("F", j, 0) for j in range(warm)]
+        for j in range(m - warm):
+            ops += [("F", warm + j, 0), ("B", j, 0)]
+        out.append(ops + [("B", j, 0) for j in range(m - warm, m)])
+    return out
+
+
+def one_warmup_too_many(p, m):
+    out = []
+    for s in range(p):
+        warm = min(p - s, m)
+        ops = [("F", j, 0) for j in range(warm)]
+        for j in range(m - warm):
+            ops += [("F", warm + j, 0), ("B", j, 0)]
+        out.append(ops + [("B", j, 0) for j in range(m - warm, m)])
+    return out
+
+
+def test_one_f_one_b():
+    lab25.check_one_f_one_b(one_f_one_b_schedule)
+    lab25.check_one_f_one_b(unblocked(pipeline.one_f_one_b))
+    rejects(lab25.check_one_f_one_b, warmup_reversed, match="deadlocks")
+    rejects(lab25.check_one_f_one_b, gpipe_schedule, match="GPipe's memory")  # m, not p - s
+    rejects(lab25.check_one_f_one_b, one_warmup_too_many, match="budget is min.*warm-up")
+    rejects(lab25.check_one_f_one_b, model_parallel, match="bubble")  # tiny memory, no overlap
+    rejects(
+        lab25.check_one_f_one_b, pipeline.one_f_one_b, match="reference", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 25.3 timing
+def predict_bubble(p, m, v):
+    return (p - 1) / (v * m + p - 1)
+
+
+def predict_megatron_ratio(p, m, v):
+    return (p - 1) / (v * m)
+
+
+def simulate_schedule(schedule, t_f, t_b, t_comm):
+    p = len(schedule)
+    v = 1 + max(c for ops in schedule for _, _, c in ops)
+    end, free, pos = {}, [0.0] * p, [0] * p
+    while any(pos[s] < len(schedule[s]) for s in range(p)):
+        for s in range(p):
+            while pos[s] < len(schedule[s]):
+                kind, j, c = schedule[s][pos[s]]
+                k = c * p + s
+                q = k - 1 if kind == "F" else k + 1
+                ready = free[s]
+                if 0 <= q < p * v:
+                    if (kind, j, q) not in end:
+                        break
+                    ready = max(ready, end[(kind, j, q)] + (t_comm if q % p != s else 0.0))
+                free[s] = ready + (t_f if kind == "F" else t_b)
+                end[(kind, j, k)] = free[s]
+                pos[s] += 1
+    span = max(free)
+    work = sum(t_f if k == "F" else t_b for ops in schedule for k, _, _ in ops)
+    return span, 1 - work / (p * span)
+
+
+def simulate_serial(schedule, t_f, t_b, t_comm):  # never waits for an input
+    p = len(schedule)
+    span = max(sum(t_f if k == "F" else t_b for k, _, _ in ops) for ops in schedule)
+    work = sum(t_f if k == "F" else t_b for ops in schedule for k, _, _ in ops)
+    return span, 1 - work / (p * span)
+
+
+def simulate_no_comm(schedule, t_f, t_b, t_comm):
+    return simulate_schedule(schedule, t_f, t_b, 0.0)
+
+
+def reference_simulate(schedule, t_f, t_b, t_comm):
+    span, bubble, _ = pipeline_exec.simulate(schedule, t_f, t_b, t_comm)
+    return span, bubble
+
+
+def test_simulate():
+    lab25.check_simulate(simulate_schedule, predict_bubble)
+    sim = unblocked(pipeline_exec.simulate)
+    lab25.check_simulate(lambda *a: sim(*a)[:2], unblocked(pipeline.bubble_formula))
+    rejects(lab25.check_simulate, simulate_schedule, predict_megatron_ratio, match="IDEAL")
+    rejects(lab25.check_simulate, simulate_serial, predict_bubble, match="summed each stage")
+    rejects(lab25.check_simulate, simulate_no_comm, predict_bubble, match="t_comm is missing")
+    rejects(
+        lab25.check_simulate,
+        reference_simulate,
+        predict_bubble,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 25.4 interleaved
+def interleaved_schedule(p, m, v):
+    def micro(k, forward):
+        group, within = divmod(k, p * v)
+        chunk = within // p
+        return group * p + within % p, chunk if forward else v - 1 - chunk
+
+    out = []
+    for s in range(p):
+        warm = min((p - s - 1) * 2 + (v - 1) * p, m * v) if v > 1 else min(p - s - 1, m)
+        ops = [("F", *micro(k, True)) for k in range(warm)]
+        for k in range(m * v - warm):
+            ops += [("F", *micro(warm + k, True)), ("B", *micro(k, False))]
+        out.append(ops + [("B", *micro(k, False)) for k in range(m * v - warm, m * v)])
+    return out
+
+
+def interleaved_chunks_not_reversed(p, m, v):
+    sched = interleaved_schedule(p, m, v)
+    return [[(k, j, (v - 1 - c) if k == "B" else c) for k, j, c in ops] for ops in sched]
+
+
+def interleaved_all_forwards_first(p, m, v):
+    return [
+        [op for op in ops if op[0] == "F"] + [op for op in ops if op[0] == "B"]
+        for ops in interleaved_schedule(p, m, v)
+    ]
+
+
+def test_interleaved():
+    lab25.check_interleaved(interleaved_schedule)
+    lab25.check_interleaved(unblocked(pipeline.interleaved))
+    rejects(lab25.check_interleaved, interleaved_chunks_not_reversed, match="deadlocks")
+    rejects(lab25.check_interleaved, interleaved_all_forwards_first, match="GPipe over the virtual")
+    rejects(
+        lab25.check_interleaved, pipeline.interleaved, match="reference", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 25.5 training
+def pipeline_train_step(comm, stage, ops, inputs, targets):
+    s, p, m = comm.rank, comm.world_size, len(inputs)
+    stash, total = {}, 0.0
+    for kind, j, _ in ops:
+        if kind == "F":
+            x = inputs[j] if s == 0 else Tensor(comm.recv(s - 1, 2 * j), requires_grad=True)
+            out = stage(x)
+            if s == p - 1:
+                out = stage.loss(out, targets[j]) * (1.0 / m)
+                total += float(out.data)
+            else:
+                comm.send(out.data, s + 1, 2 * j)
+            stash[j] = (x, out)
+        else:
+            x, out = stash.pop(j)
+            out.backward(None if s == p - 1 else comm.recv(s + 1, 2 * j + 1))
+            if s > 0:
+                comm.send(x.grad, s - 1, 2 * j + 1)
+    return total
+
+
+def train_step_no_mean(comm, stage, ops, inputs, targets):
+    s, p = comm.rank, comm.world_size
+    stash, total = {}, 0.0
+    for kind, j, _ in ops:
+        if kind == "F":
+            x = inputs[j] if s == 0 else Tensor(comm.recv(s - 1, 2 * j), requires_grad=True)
+            out = stage(x)
+            if s == p - 1:
+                out = stage.loss(out, targets[j])
+                total += float(out.data)
+            else:
+                comm.send(out.data, s + 1, 2 * j)
+            stash[j] = (x, out)
+        else:
+            x, out = stash.pop(j)
+            out.backward(None if s == p - 1 else comm.recv(s + 1, 2 * j + 1))
+            if s > 0:
+                comm.send(x.grad, s - 1, 2 * j + 1)
+    return total
+
+
+def train_step_extra_messages(comm, stage, ops, inputs, targets):
+    total = pipeline_train_step(comm, stage, ops, inputs, targets)
+    if comm.rank == 0:
+        comm.send(np.zeros(1), comm.world_size - 1, 999)  # a stray "done" message
+    else:
+        if comm.rank == comm.world_size - 1:
+            comm.recv(0, 999)
+    return total
+
+
+def train_step_mismatched_tags(comm, stage, ops, inputs, targets):
+    class Retag:  # the receiver asks for tag j where the sender used 2j
+        rank, world_size = comm.rank, comm.world_size
+
+        def send(self, x, dst, tag=0):
+            comm.send(x, dst, tag)
+
+        def recv(self, src, tag=0):
+            return comm.recv(src, tag // 2 if tag % 2 == 0 else tag)
+
+    return pipeline_train_step(Retag(), stage, ops, inputs, targets)
+
+
+def test_pipeline_train_on_two_gloo_processes():
+    lab25.check_pipeline_train(pipeline_train_step)  # one spawn of 2 gloo ranks
+
+
+def test_pipeline_train_simulated():
+    simulated = partial(lab25.check_pipeline_train, real=False)
+    simulated(unblocked(pipeline_exec.pipeline_train_step))
+    # wrong answers fail on the simulated world, before any process is spawned
+    rejects(lab25.check_pipeline_train, train_step_no_mean, match="divide each by m")
+    rejects(lab25.check_pipeline_train, train_step_extra_messages, match="one message per")
+    rejects(lab25.check_pipeline_train, train_step_mismatched_tags, match="deadlock")
+    rejects(
+        lab25.check_pipeline_train,
+        pipeline_exec.pipeline_train_step,
+        match="reference",
+        error=ReferenceCalledError,
+    )
