@@ -1,0 +1,401 @@
+"""Graders of lab 14: correct answers pass, realistic wrong ones and reference calls fail."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from minitorch.checks import lab14
+from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from minitorch.compiler import fusion, interp, memory, passes
+from minitorch.compiler.ir import Graph, Node
+from tests.helpers.graders import rejects
+
+pytestmark = pytest.mark.lab14
+
+
+# --------------------------------------------------------------------------- correct answers
+def dce(graph: Graph) -> Graph:
+    """``graph`` without the nodes no output depends on (placeholders always stay)."""
+    live = set(graph.outputs)
+    for n in reversed(graph.nodes):
+        if n.name in live:
+            live.update(n.inputs)
+    keep = [n for n in graph.nodes if n.name in live or n.op == "placeholder"]
+    return Graph(keep, graph.outputs)
+
+
+def cse(graph: Graph) -> Graph:
+    """``graph`` with every repeated computation (same op, attrs, inputs, value) done once."""
+    seen, rename, nodes = {}, {}, []
+    for n in graph.nodes:
+        n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+        if n.op == "placeholder":
+            nodes.append(n)
+            continue
+        value = None if n.value is None else (n.value.dtype.str, n.value.shape, n.value.tobytes())
+        key = (n.op, n.attrs, n.inputs, value)
+        if key in seen:
+            rename[n.name] = seen[key]
+            continue
+        seen[key] = n.name
+        nodes.append(n)
+    return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs))
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """Every op whose inputs are all constants replaced by a constant holding its value."""
+    values, nodes = {}, []
+    for n in graph.nodes:
+        if n.op == "constant":
+            values[n.name] = n.value
+        elif n.op != "placeholder" and all(i in values for i in n.inputs):
+            v = np.asarray(interp.evaluate(n.op, [values[i] for i in n.inputs], dict(n.attrs)))
+            values[n.name] = v
+            n = Node(n.name, "constant", (), (), v.shape, str(v.dtype), v)
+        nodes.append(n)
+    return Graph(nodes, graph.outputs)
+
+
+def redirect(graph: Graph, old: str, new: str) -> Graph:
+    """Every use of ``old`` (inputs and outputs) now reads ``new``."""
+    nodes = [
+        replace(n, inputs=tuple(new if i == old else i for i in n.inputs)) for n in graph.nodes
+    ]
+    return Graph(nodes, tuple(new if o == old else o for o in graph.outputs))
+
+
+def simplify(graph: Graph) -> Graph:
+    """x*1, 1*x, x+0, 0+x, x-0, x/1, transpose of transpose and reshape chains removed."""
+
+    def is_const(name, v):
+        m = graph.node(name)
+        return m.op == "constant" and bool(np.all(m.value == v))
+
+    for name in [n.name for n in graph.nodes]:
+        n = graph.node(name)
+        same = lambda i, n=n, g=graph: (g.node(i).shape, g.node(i).dtype) == (n.shape, n.dtype)  # noqa: E731
+        target = None
+        if n.op in ("mul", "add"):
+            unit = 1.0 if n.op == "mul" else 0.0
+            a, b = n.inputs
+            target = (
+                a if is_const(b, unit) and same(a) else b if is_const(a, unit) and same(b) else None
+            )
+        elif n.op in ("sub", "div"):
+            a, b = n.inputs
+            target = a if is_const(b, 0.0 if n.op == "sub" else 1.0) and same(a) else None
+        elif n.op == "reshape":
+            src = graph.node(n.inputs[0])
+            if src.shape == n.shape:
+                target = src.name
+            elif src.op == "reshape":
+                nodes = [
+                    replace(m, inputs=src.inputs) if m.name == name else m for m in graph.nodes
+                ]
+                graph = Graph(nodes, graph.outputs)
+        elif n.op == "transpose":
+            src = graph.node(n.inputs[0])
+            if src.op == "transpose" and src.attrs == n.attrs:
+                target = src.inputs[0]
+        if target is not None:
+            graph = redirect(graph, name, target)
+    return graph
+
+
+NUMPY = {
+    "add": "np.add",
+    "sub": "np.subtract",
+    "mul": "np.multiply",
+    "div": "np.divide",
+    "pow": "np.power",
+    "neg": "np.negative",
+    "exp": "np.exp",
+    "log": "np.log",
+    "tanh": "np.tanh",
+    "matmul": "np.matmul",
+}
+
+
+def kernel_source(graph: Graph, names: list[str]) -> str:
+    """Source of ``def kernel(a0, a1, ...)`` computing the group ``names``; returns the last."""
+    inside, ext = set(names), []
+    for m in names:
+        for i in graph.node(m).inputs:
+            if i not in inside and i not in ext:
+                ext.append(i)
+    var = {name: f"a{k}" for k, name in enumerate(ext)}
+    lines = [f"def kernel({', '.join(var[i] for i in ext)}):"]
+    for k, m in enumerate(names):
+        n = graph.node(m)
+        args = [var[i] for i in n.inputs]
+        if n.op == "sigmoid":
+            expr = f"0.5 * (1 + np.tanh(0.5 * {args[0]}))"
+        elif n.op == "relu":
+            expr = f"np.maximum({args[0]}, 0)"
+        else:
+            expr = f"{NUMPY[n.op]}({', '.join(args)})"
+        var[m] = f"t{k}"
+        lines.append(f"    t{k} = {expr}")
+    lines.append(f"    return {var[names[-1]]}")
+    return "\n".join(lines)
+
+
+def liveness(graph: Graph) -> dict[str, tuple[int, int]]:
+    """(first, last) step of every op node's value; outputs live to len(graph.nodes)."""
+    step = {n.name: k for k, n in enumerate(graph.nodes)}
+    out = {
+        n.name: (k, k) for k, n in enumerate(graph.nodes) if n.op not in ("placeholder", "constant")
+    }
+    for n in graph.nodes:
+        for i in n.inputs:
+            if i in out:
+                out[i] = (out[i][0], max(out[i][1], step[n.name]))
+    for o in graph.outputs:
+        out[o] = (out[o][0], len(graph.nodes))
+    return out
+
+
+def plan(intervals: dict[str, tuple[int, int]], sizes: dict[str, int]) -> dict[str, int]:
+    """Arena offsets, greedy by size: no two buffers live at one step share a byte."""
+    offsets = {}
+    for v in sorted(intervals, key=lambda v: (-sizes[v], intervals[v][0])):
+        first, last = intervals[v]
+        busy = sorted(
+            (offsets[u], offsets[u] + sizes[u])
+            for u in offsets
+            if intervals[u][0] <= last and first <= intervals[u][1]
+        )
+        best, best_gap, cursor = None, None, 0
+        for lo, hi in busy:
+            if lo - cursor >= sizes[v] and (best_gap is None or lo - cursor < best_gap):
+                best, best_gap = cursor, lo - cursor
+            cursor = max(cursor, hi)
+        offsets[v] = cursor if best is None else best
+    return offsets
+
+
+def test_correct_answers_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    lab14.check_dce(dce)
+    lab14.check_cse(cse)
+    lab14.check_fold_and_simplify(fold_constants, simplify)
+    lab14.check_kernel_source(kernel_source)
+    lab14.check_memory_plan(liveness, plan)
+    assert capsys.readouterr().out.count("passed") == 5
+
+
+# --------------------------------------------------------------------------- 14.1 DCE
+def test_dce_removing_only_unused_nodes_once_is_rejected() -> None:
+    def once(graph: Graph) -> Graph:
+        used = {i for n in graph.nodes for i in n.inputs} | set(graph.outputs)
+        return Graph(
+            [n for n in graph.nodes if n.name in used or n.op == "placeholder"], graph.outputs
+        )
+
+    rejects(lab14.check_dce, once, match="Dead code is left")
+
+
+def test_dce_removing_an_op_with_a_used_output_is_rejected() -> None:
+    def shallow(graph: Graph) -> Graph:  # keeps the outputs and their direct inputs only
+        keep = set(graph.outputs) | {
+            i for n in graph.nodes if n.name in graph.outputs for i in n.inputs
+        }
+        return Graph(
+            [n for n in graph.nodes if n.name in keep or n.op == "placeholder"], graph.outputs
+        )
+
+    rejects(lab14.check_dce, shallow, match="still used")
+
+
+def test_dce_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab14.check_dce, lambda g: passes.dce(g)[0], match="reference", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 14.2 CSE
+def test_cse_merging_ops_with_different_attributes_is_rejected() -> None:
+    def no_attrs(graph: Graph) -> Graph:
+        seen, rename, nodes = {}, {}, []
+        for n in graph.nodes:
+            n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+            value = None if n.value is None else n.value.tobytes()
+            key = (n.op, n.inputs, value)  # the mistake: attributes left out of the key
+            if n.op != "placeholder" and key in seen:
+                rename[n.name] = seen[key]
+                continue
+            seen[key] = n.name
+            nodes.append(n)
+        return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs))
+
+    rejects(lab14.check_cse, no_attrs, match="different attributes")
+
+
+def test_cse_without_renaming_first_is_rejected() -> None:
+    def stale(graph: Graph) -> Graph:
+        seen, rename, nodes = {}, {}, []
+        for n in graph.nodes:
+            value = None if n.value is None else n.value.tobytes()
+            key = (n.op, n.attrs, n.inputs, value)  # looked up before renaming the inputs
+            n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+            if n.op != "placeholder" and key in seen:
+                rename[n.name] = seen[key]
+                continue
+            seen[key] = n.name
+            nodes.append(n)
+        return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs))
+
+    rejects(lab14.check_cse, stale, match="Duplicates are left")
+
+
+def test_cse_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab14.check_cse, lambda g: passes.cse(g)[0], match="reference", error=ReferenceCalledError
+    )
+
+
+# --------------------------------------------------------------------------- 14.3 fold, simplify
+def test_simplify_ignoring_broadcasting_is_rejected() -> None:
+    def eager(graph: Graph) -> Graph:
+        for n in list(graph.nodes):
+            if n.op == "mul":
+                c = graph.node(n.inputs[1])
+                if c.op == "constant" and np.all(c.value == 1.0):  # the mistake: no shape check
+                    graph = redirect(graph, n.name, n.inputs[0])
+        return simplify(graph)
+
+    rejects(lab14.check_fold_and_simplify, fold_constants, eager, match="broadcasts")
+
+
+def test_simplify_cancelling_any_transpose_pair_is_rejected() -> None:
+    def any_pair(graph: Graph) -> Graph:
+        for n in list(graph.nodes):
+            src = graph.node(n.inputs[0]) if n.inputs else None
+            if n.op == "transpose" and src is not None and src.op == "transpose":
+                graph = redirect(graph, n.name, src.inputs[0])
+        return simplify(graph)
+
+    rejects(lab14.check_fold_and_simplify, fold_constants, any_pair, match="same two axes")
+
+
+def test_folding_in_float64_is_rejected() -> None:
+    def wide(graph: Graph) -> Graph:
+        g = fold_constants(graph)
+        nodes = [
+            Node(n.name, "constant", (), (), n.shape, "float64", n.value.astype(np.float64))
+            if n.op == "constant"
+            and n.name not in {m.name for m in graph.nodes if m.op == "constant"}
+            else n
+            for n in g.nodes
+        ]
+        return Graph(nodes, g.outputs)
+
+    rejects(lab14.check_fold_and_simplify, wide, simplify, match="float32")
+
+
+def test_fold_and_simplify_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab14.check_fold_and_simplify,
+        lambda g: passes.fold_constants(g)[0],
+        simplify,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 14.4 fused kernels
+def test_kernel_with_a_textbook_sigmoid_is_rejected() -> None:
+    def textbook(graph: Graph, names: list[str]) -> str:
+        src = kernel_source(graph, names)
+        return src.replace("0.5 * (1 + np.tanh(0.5 * ", "1 / (1 + np.exp(-1 * ").replace(
+            "))\n", "))\n"
+        )
+
+    rejects(lab14.check_kernel_source, textbook, match="changed the result")
+
+
+def test_kernel_writing_into_its_input_is_rejected() -> None:
+    def clobber(graph: Graph, names: list[str]) -> str:
+        src = kernel_source(graph, names)
+        head, _, body = src.partition("\n")
+        return head + "\n    a0 += 1\n" + body
+
+    rejects(lab14.check_kernel_source, clobber, match="wrote into one of its inputs")
+
+
+def test_kernel_taking_intermediates_as_arguments_is_rejected() -> None:
+    def leaky(graph: Graph, names: list[str]) -> str:
+        src = kernel_source(graph, names)
+        return src.replace("def kernel(", "def kernel(extra, ", 1)
+
+    rejects(lab14.check_kernel_source, leaky, match="external inputs")
+
+
+def test_kernel_calling_torch_is_rejected() -> None:
+    def torchy(graph: Graph, names: list[str]) -> str:
+        src = kernel_source(graph, names)
+        head, _, body = src.partition("\n")
+        return head + "\n    import torch; torch.zeros(1)\n" + body
+
+    rejects(lab14.check_kernel_source, torchy, match="torch", error=ForbiddenCallError)
+
+
+def test_kernel_source_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab14.check_kernel_source,
+        lambda g, names: fusion.kernel_source(g, names)[0],
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 14.5 memory plan
+def test_liveness_forgetting_outputs_is_rejected() -> None:
+    def short(graph: Graph) -> dict[str, tuple[int, int]]:
+        out = liveness(graph)
+        for o in graph.outputs:
+            out[o] = (out[o][0], out[o][0])
+        return out
+
+    rejects(lab14.check_memory_plan, short, plan, match="live to the end")
+
+
+def test_plan_with_half_open_intervals_overlaps_live_buffers() -> None:
+    def half_open(intervals: dict[str, tuple[int, int]], sizes: dict[str, int]) -> dict[str, int]:
+        return plan({v: (a, max(a, b - 1)) for v, (a, b) in intervals.items()}, sizes)
+
+    rejects(lab14.check_memory_plan, liveness, half_open, match="overlap")
+
+
+def test_first_fit_plan_breaks_the_budget() -> None:
+    def first_fit(intervals: dict[str, tuple[int, int]], sizes: dict[str, int]) -> dict[str, int]:
+        offsets: dict[str, int] = {}
+        for v in sorted(intervals, key=lambda v: intervals[v][0]):  # correct, but not greedy
+            first, last = intervals[v]
+            cursor = 0
+            for lo, hi in sorted(
+                (offsets[u], offsets[u] + sizes[u])
+                for u in offsets
+                if intervals[u][0] <= last and first <= intervals[u][1]
+            ):
+                if lo - cursor >= sizes[v]:
+                    break
+                cursor = max(cursor, hi)
+            offsets[v] = cursor
+        return offsets
+
+    rejects(lab14.check_memory_plan, liveness, first_fit, match="Over budget")
+
+
+def test_plan_calling_the_reference_is_rejected() -> None:
+    def ref(intervals: dict[str, tuple[int, int]], sizes: dict[str, int]) -> dict[str, int]:
+        bufs = [memory.Buffer(v, sizes[v], a, b, (v,)) for v, (a, b) in intervals.items()]
+        return memory.greedy_by_size(bufs)
+
+    rejects(lab14.check_memory_plan, liveness, ref, match="reference", error=ReferenceCalledError)
+
+
+def test_interpreter_runs_fused_graphs() -> None:
+    assert "fused" in interp.EXTENSIONS
