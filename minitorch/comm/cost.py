@@ -8,14 +8,33 @@ algorithm's bandwidth (``n / time``) by the data each rank must move at best, so
 comparable across world sizes: factor ``2 (p-1)/p`` for all-reduce, ``(p-1)/p`` for
 reduce-scatter and all-gather, 1 for broadcast and reduce.
 
-Lab: 20_collectives
+Lab 21 adds the all-reduce algorithms of :mod:`minitorch.comm.allreduce` as
+``T = a alpha + b beta`` (:func:`all_reduce_terms` gives ``(a, b)``): ring
+``(2(p-1), 2(p-1)/p n)``; recursive halving-doubling ``(2 log2 p, 2(p-1)/p n)`` for ``p`` a
+power of two; binomial tree ``(2 ceil(log2 p), 2 ceil(log2 p) n)``; and the latency-bound tree
+against the bandwidth-bound ring cross at :func:`crossover_bytes`. These are exact on
+SimWorld's clock for ``p`` a power of two dividing ``n``.
+
+Lab: 20_collectives, 21_ring_allreduce
 Paper: R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of collective communication
 operations in MPICH", IJHPCA 19 (2005); bus bandwidth: NCCL tests, doc/PERFORMANCE.md.
 """
 
 from __future__ import annotations
 
-__all__ = ["BUS_FACTOR", "bus_bandwidth", "bytes_sent", "chunk_bytes", "time_naive"]
+import math
+
+__all__ = [
+    "BUS_FACTOR",
+    "all_reduce_terms",
+    "bus_bandwidth",
+    "bytes_sent",
+    "chunk_bytes",
+    "crossover_bytes",
+    "time_all_reduce",
+    "time_hierarchical",
+    "time_naive",
+]
 
 BUS_FACTOR = {
     "all_reduce": lambda p: 2 * (p - 1) / p,
@@ -69,3 +88,49 @@ def time_naive(collective: str, n_bytes: int, p: int, alpha: float, beta: float)
 def bus_bandwidth(collective: str, n_bytes: int, p: int, seconds: float) -> float:
     """Bus bandwidth in bytes/s: ``n_bytes / seconds`` times the collective's factor."""
     return n_bytes / seconds * BUS_FACTOR[collective](p)
+
+
+def all_reduce_terms(algorithm: str, n_bytes: int, p: int) -> tuple[float, float]:
+    """``(a, b)`` with ``T = a alpha + b beta`` for an all-reduce of ``n_bytes`` on ``p`` ranks."""
+    if p == 1:
+        return 0.0, 0.0
+    log = math.ceil(math.log2(p))
+    if algorithm == "ring":
+        return 2.0 * (p - 1), 2.0 * (p - 1) / p * n_bytes
+    if algorithm == "halving_doubling":  # p a power of two; otherwise plus the fold (2 msgs)
+        fold = 0 if p & (p - 1) == 0 else 2
+        q = 1 << (p.bit_length() - 1)
+        return 2.0 * math.log2(q) + fold, 2.0 * (q - 1) / q * n_bytes + fold * n_bytes
+    if algorithm == "tree":
+        return 2.0 * log, 2.0 * log * n_bytes
+    if algorithm == "naive":
+        return 2.0 * (p - 1), 2.0 * (p - 1) * n_bytes
+    raise ValueError(f"no all-reduce model for {algorithm!r}")
+
+
+def time_all_reduce(algorithm: str, n_bytes: int, p: int, alpha: float, beta: float) -> float:
+    """Alpha-beta time of an all-reduce (see :func:`all_reduce_terms`)."""
+    a, b = all_reduce_terms(algorithm, n_bytes, p)
+    return a * alpha + b * beta
+
+
+def crossover_bytes(p: int, alpha: float, beta: float) -> float:
+    """Message size where the binomial tree and the ring take equal time (0: ring always wins).
+
+    ``2L(alpha + n beta) = 2(p-1) alpha + 2(p-1)/p n beta`` with ``L = ceil(log2 p)``.
+    """
+    if p <= 2:
+        return 0.0
+    log = math.ceil(math.log2(p))
+    return (p - 1 - log) * alpha / ((log - (p - 1) / p) * beta)
+
+
+def time_hierarchical(
+    n_bytes: int, p: int, g: int, fast: tuple[float, float], slow: tuple[float, float]
+) -> float:
+    """Hierarchical all-reduce: direct reduce-scatter and all-gather inside nodes of ``g``
+    ranks on ``fast = (alpha, beta)`` links, a ring over ``p / g`` nodes on ``slow`` links."""
+    q = p // g
+    inside = 2 * (g - 1) * (fast[0] + fast[1] * n_bytes / g)
+    between = 2 * (q - 1) * (slow[0] + slow[1] * n_bytes / (g * q))
+    return inside + between

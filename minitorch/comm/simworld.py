@@ -8,10 +8,16 @@ a deadlock happens only when every unfinished rank waits; it is reported, not hu
 
 Counted per rank: bytes and messages sent and received; per link ``(src, dst)``: bytes.
 Clock (alpha-beta model): a message of ``n`` bytes occupies the sender's output port and
-the receiver's input port for ``alpha + beta * n`` seconds, starting when the sender's clock
-and both ports allow; the receiver's clock moves to the arrival time when it receives.
+the receiver's input port for ``alpha + beta * n`` seconds, starting in the earliest gap where
+both ports are free at or after the sender's clock (a message posted late in the schedule but
+early in modelled time still finds its slot); the receiver's clock moves to the arrival time
+when it receives.
 
-Lab: 20_collectives
+Two-level topology (optional, lab 21): with ``ranks_per_node=g``, ranks ``k g .. k g + g - 1``
+form node ``k``; a message between nodes costs ``inter_alpha + inter_beta * n`` instead, and
+its bytes are also counted in ``inter_bytes_sent`` of the sender.
+
+Lab: 20_collectives, 21_ring_allreduce (two-level topology)
 Paper: R. Hockney, "The communication challenge for MPP: Intel Paragon and Meiko CS-2",
 Parallel Computing 20 (1994) (the alpha-beta model).
 """
@@ -82,20 +88,41 @@ class SimComm:
 class SimWorld:
     """``world_size`` simulated ranks with an alpha-beta link model (seconds, seconds/byte)."""
 
-    def __init__(self, world_size: int, alpha: float = 1e-6, beta: float = 1e-9) -> None:
+    def __init__(
+        self,
+        world_size: int,
+        alpha: float = 1e-6,
+        beta: float = 1e-9,
+        *,
+        ranks_per_node: int | None = None,
+        inter_alpha: float | None = None,
+        inter_beta: float | None = None,
+    ) -> None:
         if world_size < 1:
             raise ValueError(f"world_size must be >= 1, got {world_size}")
         self.world_size, self.alpha, self.beta = int(world_size), float(alpha), float(beta)
+        g = int(ranks_per_node) if ranks_per_node else int(world_size)
+        if g < 1 or self.world_size % g:
+            raise ValueError(f"ranks_per_node={ranks_per_node} must divide {world_size}")
+        self.ranks_per_node = g
+        self.inter_alpha = self.alpha if inter_alpha is None else float(inter_alpha)
+        self.inter_beta = self.beta if inter_beta is None else float(inter_beta)
         self.reset()
+
+    def node(self, rank: int) -> int:
+        """The node of ``rank`` (0 for every rank without a two-level topology)."""
+        return rank // self.ranks_per_node
 
     def reset(self) -> None:
         """Zero every counter and clock."""
         p = self.world_size
         self.bytes_sent, self.bytes_recv = [0] * p, [0] * p
         self.msgs_sent, self.msgs_recv = [0] * p, [0] * p
+        self.inter_bytes_sent = [0] * p
         self.link_bytes: dict[tuple[int, int], int] = defaultdict(int)
         self.clock = [0.0] * p
-        self._out_free, self._in_free = [0.0] * p, [0.0] * p
+        self._out_busy: list[list[tuple[float, float]]] = [[] for _ in range(p)]
+        self._in_busy: list[list[tuple[float, float]]] = [[] for _ in range(p)]
 
     @property
     def time(self) -> float:
@@ -193,9 +220,19 @@ class SimWorld:
     def _send(self, src: int, x: np.ndarray, dst: int, tag: int) -> None:
         self._check_peer(dst)
         n = int(x.nbytes)
-        start = max(self.clock[src], self._out_free[src], self._in_free[dst])
-        arrival = start + self.alpha + self.beta * n
-        self._out_free[src] = self._in_free[dst] = arrival
+        if self.node(src) != self.node(dst):
+            cost = self.inter_alpha + self.inter_beta * n
+            self.inter_bytes_sent[src] += n
+        else:
+            cost = self.alpha + self.beta * n
+        busy = sorted(self._out_busy[src] + self._in_busy[dst])
+        start = self.clock[src]
+        for a, b in busy:  # first fit: slide past every busy interval the message overlaps
+            if a < start + cost and start < b:
+                start = b
+        arrival = start + cost
+        self._out_busy[src].append((start, arrival))
+        self._in_busy[dst].append((start, arrival))
         self.bytes_sent[src] += n
         self.msgs_sent[src] += 1
         self.link_bytes[(src, dst)] += n

@@ -1,0 +1,92 @@
+"""Shared by the lab 21 graders: run a rank program on SimWorld guarded, compare, chunk sizes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from minitorch.checks.core import guarded, plain
+from minitorch.checks.errors import CheckFailure
+from minitorch.comm.simworld import SimWorld
+
+_A = "minitorch.comm.allreduce"
+_C = "minitorch.comm.collectives"
+ALGORITHMS = tuple(
+    f"{_A}:{n}"
+    for n in (
+        "ring_all_reduce",
+        "halving_doubling_all_reduce",
+        "tree_all_reduce",
+        "binary_tree_all_reduce",
+        "double_binary_tree_all_reduce",
+    )
+)
+BLOCKS = (*ALGORITHMS, "minitorch.comm.hierarchical:hierarchical_all_reduce", f"{_C}:all_reduce")
+
+
+def chunks(n: int, p: int) -> list[int]:
+    """Chunk lengths of the course convention (the first ``n % p`` one longer), by a loop."""
+    return [n // p + (1 if r < n % p else 0) for r in range(p)]
+
+
+def rank_inputs(gen: np.random.Generator, p: int, n: int, ints: bool) -> list[np.ndarray]:
+    """One array of length ``n`` per rank (int64 or float64)."""
+    if ints:
+        return [gen.integers(-99, 100, n).astype(np.int64) for _ in range(p)]
+    return [gen.standard_normal(n) for _ in range(p)]
+
+
+def loop_sum(xs: Sequence[np.ndarray]) -> np.ndarray:
+    """Element-wise sum of the ranks' arrays, by a plain loop (the ground truth)."""
+    total = np.zeros(len(xs[0]), dtype=xs[0].dtype)
+    for i in range(len(total)):
+        total[i] = sum(x[i] for x in xs)
+    return total
+
+
+def run_sim(
+    student: Any, exercise: str, blocks: Sequence[str], world: SimWorld, label: str, *columns: Any
+) -> list[Any]:
+    """Run ``student(comm, *column[r])`` on every rank of ``world`` guarded; plain results."""
+    raw = getattr(student, "fn", student)
+    outs = guarded(lambda: world.run(raw, *columns, per_rank=True), exercise, blocks)()
+    return [plain(o, what="result", case=label) for o in outs]
+
+
+def same(got: Any, want: np.ndarray) -> bool:
+    """Exact on integers, within 1e-9 on floats, same shape."""
+    if not isinstance(got, np.ndarray) or got.shape != want.shape:
+        return False
+    if want.dtype.kind in "iu":
+        return bool(np.array_equal(got, want))
+    return bool(np.allclose(got, want, rtol=1e-9, atol=1e-9))
+
+
+def check_values(
+    label: str, outs: list[Any], want: np.ndarray, hint: str | Callable[[Any], str]
+) -> None:
+    """Fail on the first rank whose result differs from ``want`` (``hint`` may look at it)."""
+    for r, got in enumerate(outs):
+        if not same(got, want):
+            if callable(hint):
+                hint = hint(got)
+            shown = (
+                f"array{got.shape} {np.array2string(got, threshold=8)}"
+                if isinstance(got, np.ndarray)
+                else repr(got)[:80]
+            )
+            raise CheckFailure(
+                f"[{label}] rank {r} of {len(outs)} returned {shown}, expected "
+                f"array{want.shape} {np.array2string(want, threshold=8)}. {hint}"
+            )
+
+
+def ring_bytes(n: int, p: int, item: int) -> list[list[int]]:
+    """Bytes per rank of a ring, one list per owner shift ``k`` (rank r owns chunk r + k after
+    the reduce-scatter): it never sends that chunk in the reduce-scatter, nor its right
+    neighbour's in the all-gather, so it sends ``2 n - c[r+k] - c[r+k+1]``."""
+    c = [item * s for s in chunks(n, p)]
+    full = item * n
+    return [[2 * full - c[(r + k) % p] - c[(r + k + 1) % p] for r in range(p)] for k in range(p)]

@@ -1,0 +1,106 @@
+"""Grader of exercise 21.5: the learner's ring on real gloo processes (one launch, 3 ranks).
+
+A dry run on SimWorld comes first (a function that is not written, or wrong, fails there
+without spawning anything). Then the function's source travels to the ranks
+(:mod:`minitorch.checks.lab21.workers`), where it gets a view of the communicator with
+point-to-point calls only and any torch.distributed collective raises. Ground truth: gloo's
+``dist.all_reduce`` of the same data (exact on integers, allclose on floats). Budget from
+TorchDistComm's counters: ``2 (p-1)`` messages per rank, all to the right neighbour, and the
+ring's ``2 n - c[r+k] - c[r+k+1]`` bytes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from minitorch.checks.core import fresh_rng, grader
+from minitorch.checks.errors import CheckFailure
+from minitorch.checks.lab21._world import BLOCKS, check_values, loop_sum, ring_bytes, run_sim
+from minitorch.comm.simworld import SimWorld
+from minitorch.comm.torchdist import RankError, launch
+
+__all__ = ["check_ring_on_gloo"]
+
+P = 3
+_CASES = [
+    (12, "int64", 1),
+    (7, "int32", 2),
+    (1000, "float32", 3),
+    (2, "float64", 4),
+    (0, "int64", 5),
+]
+
+
+def _source(fn: Callable[..., Any]) -> tuple[str, str]:
+    raw = getattr(fn, "fn", fn)
+    raw = inspect.unwrap(raw)
+    try:
+        return textwrap.dedent(inspect.getsource(raw)), raw.__name__
+    except (OSError, TypeError) as exc:
+        raise CheckFailure(
+            f"Exercise 21.5: cannot read the source of your function ({exc}); define it with "
+            f"def in a cell of its own."
+        ) from None
+
+
+def _close(got: Any, want: np.ndarray) -> bool:
+    if not isinstance(got, np.ndarray) or got.shape != want.shape:
+        return False
+    if want.dtype.kind in "iu":
+        return bool(np.array_equal(got, want))
+    return bool(np.allclose(got, want, rtol=1e-5, atol=1e-5))
+
+
+@grader("21.5", blocks=BLOCKS, forbid=())
+def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
+    """Exercise 21.5: the ring on 3 gloo processes equals dist.all_reduce, bytes enforced."""
+    xs = [np.arange(7) * (r + 1) for r in range(P)]  # a dry run on SimWorld first: no spawn
+    outs = run_sim(ring, "21.5", BLOCKS, SimWorld(P), "dry run on SimWorld p=3 n=7", xs)
+    check_values("dry run on SimWorld p=3 n=7", outs, loop_sum(xs), "Is it 21.1's ring?")
+    source, name = _source(ring)
+    fr = fresh_rng("21.5")
+    cases = list(_CASES) + [(int(fr.integers(1, 3000)), str(fr.choice(["int64", "float32"])),
+                             int(fr.integers(6, 10**6))) for _ in range(2)]  # fmt: skip
+    try:
+        per_rank = launch("minitorch.checks.lab21.workers:grade_ring", P, source, name, cases,
+                          timeout=60)  # fmt: skip
+    except RankError as exc:
+        raise CheckFailure(
+            f"Exercise 21.5: a rank failed or hung (does every send have its recv, on the "
+            f"right neighbours?):\n{str(exc)[-1500:]}"
+        ) from None
+    for i, (n, dtype, _seed) in enumerate(cases):
+        label = f"gloo p={P} n={n} {dtype}" + (" (fresh)" if i >= len(_CASES) else "")
+        recs = [rank[i] for rank in per_rank]
+        for r, rec in enumerate(recs):
+            if rec["error"]:
+                raise CheckFailure(f"[{label}] rank {r} raised {rec['error']}")
+            if not _close(rec["got"], rec["want"]):
+                raise CheckFailure(
+                    f"[{label}] rank {r} returned {np.array2string(rec['got'], threshold=6)}, "
+                    f"dist.all_reduce gives {np.array2string(rec['want'], threshold=6)}."
+                )
+        item = np.dtype(dtype).itemsize
+        sent = [rec["bytes"] for rec in recs]
+        if sent not in ring_bytes(n, P, item):
+            raise CheckFailure(
+                f"[{label}] right sums, but ranks sent {sent} bytes; the ring sends "
+                f"{ring_bytes(n, P, item)[1]}: one chunk (course convention) per step."
+            )
+        msgs = [rec["messages"] for rec in recs]
+        stray = [r for r, rec in enumerate(recs) if any(
+            b for d, b in enumerate(rec["to"]) if d != (r + 1) % P)]  # fmt: skip
+        if msgs != [2 * (P - 1)] * P or stray:
+            raise CheckFailure(
+                f"[{label}] messages per rank {msgs}, ranks {stray} sent to a peer other than "
+                f"the right neighbour: a ring sends 2 (p-1) messages to (rank + 1) % p."
+            )
+    return (
+        f"{len(cases)} buffers (int32/int64/float32/float64, uneven, 2 fresh) on {P} gloo "
+        f"processes equal dist.all_reduce; 2(p-1) messages and the ring's bytes per rank"
+    )
