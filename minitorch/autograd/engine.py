@@ -1,6 +1,6 @@
 """The graph and the reverse-mode engine behind :class:`~minitorch.autograd.tensor.Tensor`.
 
-Contract, in ten lines:
+Contract:
 
 1. A differentiable op returns a tensor whose ``node`` records the op name, the parent
    tensors and whatever its backward rule needs (``saved``: arrays, axes, flags).
@@ -13,6 +13,10 @@ Contract, in ten lines:
 5. Nodes hold parents and saved arrays, never their own output nor a closure over it, so a
    graph has no reference cycles: reference counting frees it as soon as the last output
    dies, and the cyclic garbage collector never has to walk it.
+6. A leaf may carry *post-accumulate hooks* (``Tensor.register_post_accumulate_grad_hook``,
+   as in torch): the engine counts each hooked leaf's consumers in the graph and calls its
+   hooks with the leaf as soon as the last one has added its gradient, once per backward,
+   with ``.grad`` final. Without hooks nothing changes (DDP launches all-reduces this way).
 
 A lab replaces one rule with :func:`override_rule` (``with override_rule("tanh", mine):``);
 rules are looked up when backward runs, so graphs built earlier use the replacement too.
@@ -22,6 +26,7 @@ Lab: 03_autograd_tensor
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -36,6 +41,7 @@ __all__ = [
     "BACKWARD_RULES",
     "BackwardRule",
     "Node",
+    "RemovableHandle",
     "backward",
     "backward_rule",
     "enable_grad",
@@ -50,6 +56,7 @@ Grads = tuple["np.ndarray | None", ...]
 BackwardRule = Callable[["Node", np.ndarray], Grads]
 BACKWARD_RULES: dict[str, BackwardRule] = {}  # op name -> rule; filled when ops modules import
 
+_HOOK_KEYS = itertools.count()  # one key per registered hook, so a handle removes only its own
 _GRAD_ENABLED: ContextVar[bool] = ContextVar("minitorch_grad_enabled", default=True)
 
 
@@ -160,14 +167,20 @@ def backward(root: Tensor, grad: np.ndarray) -> None:
     Reverse topological order guarantees a tensor's gradient is complete (all its
     consumers have contributed) before its own rule pushes it to its parents.
     """
+    order = toposort(root)
+    pending = _hooked_leaves(order)  # hooked leaf -> consumers still to run; usually empty
     grads: dict[int, np.ndarray] = {id(root): grad}
-    for t in reversed(toposort(root)):
+    for t in reversed(order):
         g = grads.pop(id(t), None)
-        if g is None:
-            continue
         node = t.node
+        if g is None:
+            if pending and node is not None:  # skipped, but its parents lose a consumer
+                _release(node.parents, pending, grads)
+            continue
         if node is None or t.retains_grad:
             _accumulate(t, g)
+            if node is None and id(t) in pending:  # the root itself is a hooked leaf
+                _run_hooks(t)
         if node is None:
             continue
         for p, pg in zip(node.parents, BACKWARD_RULES[node.op](node, g), strict=True):
@@ -177,9 +190,58 @@ def backward(root: Tensor, grad: np.ndarray) -> None:
                 pg = unbroadcast(pg, p.data.shape)
             prev = grads.get(id(p))
             grads[id(p)] = pg if prev is None else prev + pg
+        if pending:
+            _release(node.parents, pending, grads)
 
 
 def _accumulate(t: Tensor, g: np.ndarray) -> None:
     # a fresh array in the tensor's dtype: a rule may hand the same array to two parents
     dtype = t.data.dtype
     t.grad = np.array(g, dtype=dtype) if t.grad is None else (t.grad + g).astype(dtype, copy=False)
+
+
+# ---------------------------------------------------------------- post-accumulate grad hooks
+def _hooked_leaves(order: list[Tensor]) -> dict[int, int]:
+    """{id(leaf): number of op inputs that are this leaf} for the leaves with hooks."""
+    pending = {id(t): 0 for t in order if t.node is None and t._post_hooks}
+    if pending:
+        for t in order:
+            for p in t.node.parents if t.node is not None else ():
+                if id(p) in pending:
+                    pending[id(p)] += 1
+    return pending
+
+
+def _release(parents: tuple[Tensor, ...], pending: dict[int, int], grads: dict) -> None:
+    """One consumer of each hooked parent has run; the last one completes its gradient."""
+    for p in parents:
+        left = pending.get(id(p))
+        if left is None:
+            continue
+        pending[id(p)] = left - 1
+        if left == 1:
+            g = grads.pop(id(p), None)
+            if g is not None:  # no gradient at all reached it: no hook, as in torch
+                _accumulate(p, g)
+                _run_hooks(p)
+
+
+def _run_hooks(t: Tensor) -> None:
+    for hook in list((t._post_hooks or {}).values()):
+        hook(t)
+
+
+class RemovableHandle:
+    """What ``register_post_accumulate_grad_hook`` returns: ``.remove()`` unregisters."""
+
+    __slots__ = ("_hooks", "key")
+
+    def __init__(self, hooks: dict[int, Callable[[Tensor], None]]) -> None:
+        self._hooks: dict[int, Callable[[Tensor], None]] | None = hooks
+        self.key = next(_HOOK_KEYS)
+
+    def remove(self) -> None:
+        """Unregister the hook (a second call does nothing)."""
+        if self._hooks is not None:
+            self._hooks.pop(self.key, None)
+            self._hooks = None

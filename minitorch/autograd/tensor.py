@@ -16,11 +16,12 @@ Lab: 03_autograd_tensor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from minitorch.autograd.engine import _GRAD_ENABLED, Node, backward
+from minitorch.autograd.engine import _GRAD_ENABLED, Node, RemovableHandle, backward
 
 __all__ = ["Tensor", "as_tensor", "make"]
 
@@ -30,7 +31,15 @@ Axis = int | tuple[int, ...] | None
 class Tensor:
     """An n-d array that remembers how it was computed."""
 
-    __slots__ = ("__weakref__", "data", "grad", "node", "requires_grad", "retains_grad")
+    __slots__ = (
+        "__weakref__",
+        "_post_hooks",
+        "data",
+        "grad",
+        "node",
+        "requires_grad",
+        "retains_grad",
+    )
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
         if isinstance(data, Tensor):
@@ -44,6 +53,7 @@ class Tensor:
         self.requires_grad = requires_grad
         self.retains_grad = False
         self.node: Node | None = None
+        self._post_hooks: dict[int, Callable[[Tensor], None]] | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -86,6 +96,22 @@ class Tensor:
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward."""
         self.retains_grad = True
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Call ``hook(self)`` in each backward once this leaf's ``.grad`` is complete.
+
+        As torch's: leaves only, once per backward however often the leaf is used, after
+        its last contribution is added (DDP launches a bucket's all-reduce from here).
+        """
+        if self.node is not None:
+            raise RuntimeError("post-accumulate grad hooks are for leaf tensors, not non-leaf ones")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        handle = RemovableHandle(self._post_hooks)
+        self._post_hooks[handle.key] = hook
+        return handle
 
     def backward(self, grad: np.ndarray | Tensor | None = None) -> None:
         """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (seed 1 for a scalar)."""
@@ -184,6 +210,7 @@ def make(op: str, data: np.ndarray, parents: tuple[Tensor, ...], *saved: Any) ->
     out.retains_grad = False
     out.node = None
     out.requires_grad = False
+    out._post_hooks = None
     if _GRAD_ENABLED.get():
         for p in parents:
             if p.requires_grad:

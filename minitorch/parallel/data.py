@@ -8,12 +8,15 @@ produces the last layer's gradients first; a bucket's all-reduce is launched as 
 every gradient in it is ready, so communication overlaps the rest of backward (PyTorch's
 default bucket is 25 MiB).
 
-The course autograd has no per-tensor gradient hooks, so readiness is read from the graph:
-backward runs the ops in reverse topological order and a leaf's gradient is complete once
-the last op that consumes it has run (:func:`ready_order`). :meth:`DDP.backward` runs
-backward, then replays that order, launching each bucket's all-reduce at the gradient
-that completes it (``launches`` records when). ``no_sync()`` accumulates gradients locally (gradient
-accumulation) and the next synchronised backward averages the accumulated sum.
+DDP registers a post-accumulate-grad hook on every parameter (PyTorch's reducer hooks each
+gradient accumulator): inside :meth:`DDP.backward`, the course autograd calls it the moment a
+parameter's gradient is complete, and the hook that completes a bucket launches that bucket's
+all-reduce right there, while backward goes on with the earlier layers (``launches``
+records when).
+:func:`ready_order` predicts the same order from the graph alone: backward runs the ops in
+reverse topological order and a leaf's gradient is complete once the last op that consumes
+it has run. ``no_sync()`` accumulates gradients locally (gradient accumulation) and the next
+synchronised backward averages the accumulated sum.
 
     ddp = DDP(comm, model.parameters(), bucket_bytes=1 << 20)
     ddp.backward(loss)          # local backward + bucketed all-reduce, grads averaged
@@ -26,6 +29,7 @@ Training", VLDB 2020 (gradient bucketing, overlap, no_sync).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -67,16 +71,17 @@ def ready_order(loss: Tensor, params: Sequence[Tensor]) -> list[int]:
     """Indices of ``params`` in the order backward from ``loss`` completes their gradients.
 
     Backward runs the ops in reverse topological order; a parameter's gradient is complete
-    once the LAST op that consumes it has run. Ties (one op, several parameters) go last
-    parameter first; parameters ``loss`` does not depend on come last (zero gradient).
+    once the LAST op that consumes it has run. Ties (one op, several parameters) go in the
+    op's input order, as the hooks fire; parameters ``loss`` does not depend on come last,
+    last parameter first (zero gradient).
     """
     index = {id(p): i for i, p in enumerate(params)}
-    done: dict[int, int] = {}
+    done: dict[int, tuple[int, int]] = {}
     for step, t in enumerate(reversed(toposort(loss))):
-        for parent in t.node.parents if t.node is not None else ():
+        for k, parent in enumerate(t.node.parents if t.node is not None else ()):
             if id(parent) in index:
-                done[index[id(parent)]] = step
-    order = sorted(done, key=lambda i: (done[i], -i))
+                done[index[id(parent)]] = (step, k)
+    order = sorted(done, key=lambda i: done[i])
     return order + [i for i in range(len(params) - 1, -1, -1) if i not in done]
 
 
@@ -111,6 +116,14 @@ class DDP:
         self._bucket_of = {i: b for b, bucket in enumerate(self.buckets) for i in bucket}
         self.sync = True
         self.launches: list[tuple[int, int]] = []  # (bucket, gradients ready at launch)
+        self._armed = False  # hooks act only inside a synchronised DDP.backward
+        self._ready: set[int] = set()
+        self._missing: list[int] = []
+        self._handles = [
+            p.register_post_accumulate_grad_hook(functools.partial(self._on_ready, i))
+            for i, p in enumerate(self.params)
+            if p.requires_grad
+        ]
         if broadcast_params and comm.world_size > 1:  # every rank starts from rank 0's weights
             for p in self.params:
                 p.data[...] = broadcast(comm, p.data if comm.rank == 0 else None, root=0)
@@ -125,19 +138,39 @@ class DDP:
             self.sync = before
 
     def backward(self, loss: Tensor) -> None:
-        """Local backward, then (unless in ``no_sync``) each bucket's all-reduce at readiness."""
-        order = ready_order(loss, self.params)
-        loss.backward()
+        """Local backward; unless in ``no_sync``, each bucket's all-reduce launched from the
+        hook of its last gradient, during backward."""
         if not self.sync:
+            loss.backward()
             return
-        self.launches = []
-        missing = [len(b) for b in self.buckets]
-        for done, i in enumerate(order, start=1):
-            b = self._bucket_of[i]
-            missing[b] -= 1
-            if missing[b] == 0:  # every gradient of bucket b is ready: launch its all-reduce
-                self.launches.append((b, done))
-                self._all_reduce_bucket(b)
+        self.launches, self._ready = [], set()
+        self._missing = [len(b) for b in self.buckets]
+        self._armed = True
+        try:
+            loss.backward()
+        finally:
+            self._armed = False
+        for i in range(len(self.params) - 1, -1, -1):  # not reached by backward: zero grads
+            if i not in self._ready:
+                self._mark_ready(i)
+
+    def remove_hooks(self) -> None:
+        """Unregister the gradient hooks (the parameters outlive this wrapper)."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _on_ready(self, i: int, param: Tensor) -> None:
+        if self._armed and i not in self._ready:
+            self._mark_ready(i)
+
+    def _mark_ready(self, i: int) -> None:
+        self._ready.add(i)
+        b = self._bucket_of[i]
+        self._missing[b] -= 1
+        if self._missing[b] == 0:  # every gradient of bucket b is ready: launch its all-reduce
+            self.launches.append((b, len(self._ready)))
+            self._all_reduce_bucket(b)
 
     def _all_reduce_bucket(self, b: int) -> None:
         grads = [self._grad(i) for i in self.buckets[b]]

@@ -66,6 +66,61 @@ def test_ready_order_is_backward_order():
     assert order.index(5) < order.index(3) < order.index(1)  # last layer's bias first
 
 
+def test_ready_order_is_the_order_the_hooks_fire():
+    ps = [Tensor(np.full(3, v), requires_grad=True) for v in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    a, b, c, d, _unused = ps
+    loss = ((a * b).tanh() * c + (d * a).exp()).sum()  # a tie (a, b) and a leaf used twice
+    fired: list[int] = []
+    for i, p in enumerate(ps):
+        p.register_post_accumulate_grad_hook(lambda t, i=i: fired.append(i))
+    order = ready_order(loss, ps)
+    loss.backward()
+    assert order == [*fired, 4]  # the unused parameter comes last
+
+
+def test_buckets_are_launched_during_backward():
+    gen = np.random.default_rng(5)
+    x, y = gen.standard_normal((8, 3)), gen.standard_normal((8, 2))
+
+    def rank(comm):
+        ts = [Tensor(a, requires_grad=True) for a in _mlp(6)]
+        seen = {}
+        # registered before DDP's own hooks: runs when W0, the last gradient, is complete
+        ts[0].register_post_accumulate_grad_hook(
+            lambda t: seen.update(
+                launched=list(ddp.launches), sent=comm._world.msgs_sent[comm.rank]
+            )
+        )
+        ddp = DDP(comm, ts, bucket_bytes=100)
+        before = comm._world.msgs_sent[comm.rank]
+        rows = np.arange(4) + 4 * comm.rank
+        ddp.backward(_loss(ts, x[rows], y[rows]))
+        return seen, before, ddp.launches
+
+    for seen, before, launches in SimWorld(2).run(rank):
+        assert seen["launched"] == launches[:-1] and len(launches) >= 2
+        assert seen["sent"] > before  # the first buckets' all-reduces went out mid-backward
+        assert launches[-1] == (len(launches) - 1, 6)  # W0's bucket, last, at 6 of 6
+
+
+def test_backward_outside_ddp_communicates_nothing():
+    def rank(comm):
+        ts = [Tensor(a, requires_grad=True) for a in _mlp(7)]
+        ddp = DDP(comm, ts, bucket_bytes=100)
+        sent = comm._world.msgs_sent[comm.rank]
+        _loss(ts, np.ones((2, 3)), np.zeros((2, 2))).backward()  # plain backward: hooks idle
+        idle = comm._world.msgs_sent[comm.rank] - sent, list(ddp.launches)
+        ddp.remove_hooks()
+        ddp.backward(_loss(ts, np.ones((2, 3)), np.zeros((2, 2))))  # every bucket after backward
+        return idle, ddp.launches, len(ddp.buckets), [t.grad for t in ts]
+
+    (idle0, launches0, n, g0), (idle1, launches1, _, g1) = SimWorld(2).run(rank)
+    assert idle0 == idle1 == (0, [])
+    assert launches0 == launches1 and [b for b, _ in launches0] == list(range(n))
+    for a, b in zip(g0, g1, strict=True):
+        np.testing.assert_array_equal(a, b)  # still synchronised, after backward
+
+
 def test_ddp_gradients_equal_torch_on_the_whole_batch():
     gen = np.random.default_rng(1)
     x, y = gen.standard_normal((12, 3)), gen.standard_normal((12, 2))
