@@ -1,0 +1,123 @@
+"""Grader of exercise 28.3: the KV memory of a live engine, within the paging bound.
+
+``kv_usage(engine)`` is called before every forward pass of served runs (the blocks of the
+step are reserved by then) and returns the blocks held, the paging bound
+``sum over running sequences of ceil(len(tokens) / block_size)``, the blocks a max-length
+reservation would hold (``ceil((prompt + max_new_tokens) / block_size)`` each) and the bytes
+of the held blocks in the INT8 cache (per token: K and V, every layer and KV head, ``head_dim``
+int8 entries plus a float32 scale). Ground truth: the block tables read here. **The
+budget:** at every step the blocks held must stay within the paging bound; an accounting that
+holds KV at max length breaks it and fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from minitorch.checks.cases import fresh
+from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, plain
+from minitorch.model.checkpoint import load_pretrained
+from minitorch.runtime.engine import CostModel
+from minitorch.runtime.quant_serving import LAB_SERVING, capstone_workload, quant_engine
+
+__all__ = ["check_kv_usage"]
+
+KEYS = ("held", "bound", "reserved", "bytes")
+
+
+def _truth(engine: Any) -> dict[str, int]:
+    bm, cfg = engine.blocks, engine.runner.cfg
+    bs, running = bm.block_size, engine.scheduler.running
+    held = len({b for table in bm.tables.values() for b in table})
+    per_token = 2 * cfg.n_layer * cfg.n_kv_head * (cfg.head_dim + 4)
+    return {
+        "held": held,
+        "bound": sum((len(s.tokens) + bs - 1) // bs for s in running),
+        "reserved": sum((len(s.prompt) + s.max_new_tokens + bs - 1) // bs for s in running),
+        "bytes": held * bs * per_token,
+    }
+
+
+def _hint(key: str, got: Any, want: dict[str, int], engine: Any) -> str:
+    bs, cfg = engine.blocks.block_size, engine.runner.cfg
+    if key == "bound" and got == sum(len(s.tokens) // bs for s in engine.scheduler.running):
+        return "A sequence of l tokens needs ceil(l / block_size) blocks, not floor."
+    if (
+        key == "bytes"
+        and got == want["held"] * bs * 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim * 4
+    ):
+        return (
+            "Those are FP32 bytes. The cache stores int8 entries (1 byte) plus one float32 "
+            "scale per token and KV head, for K and V in every layer."
+        )
+    if key == "bytes" and got == want["held"] * bs * 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim:
+        return "Add the scales: one float32 per token and KV head, for K and V, every layer."
+    if key == "held" and got == want["reserved"]:
+        return (
+            "That is KV reserved at max length. A paged cache holds only the blocks the "
+            "tokens so far fill: ask the block manager how many are in use."
+        )
+    return "Read engine.blocks (the block manager) and engine.scheduler.running."
+
+
+@grader(
+    "28.3",
+    blocks=(
+        "minitorch.runtime.quant_serving:kv_usage",
+        "minitorch.runtime.quant_serving:kv_bytes_per_token",
+    ),
+)
+def check_kv_usage(kv_usage: Callable[..., Any]) -> str:
+    """Exercise 28.3: kv_usage(engine) -> dict(held, bound, reserved, bytes)."""
+    f, model = fresh_rng("28.3"), load_pretrained()
+    seed = int(f.integers(1, 10_000))
+    small = dict(LAB_SERVING, block_size=8, num_blocks=20)
+    fresh_bs = dict(LAB_SERVING, block_size=int(f.choice([2, 4, 8])))
+    runs = [
+        ("the lab's workload", (24, 100.0, 0), LAB_SERVING),
+        ("blocks of 8, 20 blocks: preemption", (10, float("inf"), 5), small),
+        (fresh(f"workload seed {seed}"), (12, 200.0, seed), fresh_bs),
+    ]
+    steps = peak = peak_reserved = 0
+    for label, (n, rate, wseed), config in runs:
+        reqs, _ = capstone_workload(n, rate, wseed)
+        engine = quant_engine(model, cost=CostModel(), **config)
+        inner = engine.step_fn
+
+        def step(
+            runner: Any,
+            work: Sequence[Any],
+            engine: Any = engine,
+            label: str = label,
+            inner: Any = inner,
+        ) -> Any:
+            nonlocal steps, peak, peak_reserved
+            want = _truth(engine)
+            got = plain(kv_usage(engine), what="KV usage", case=label)
+            assert_true(
+                isinstance(got, dict) and set(KEYS) <= set(got),
+                f"[{label}] return a dict with the keys {KEYS}",
+            )
+            if got["held"] > got["bound"]:
+                key = "bound" if got["bound"] != want["bound"] else "held"
+                raise CheckFailure(
+                    f"[{label}] step {steps}: {got['held']} blocks held > paging bound "
+                    f"{got['bound']}. {_hint(key, got[key], want, engine)}"
+                )
+            for key in KEYS:
+                if got[key] != want[key]:
+                    raise CheckFailure(
+                        f"[{label}] step {steps}: {key} = {got[key]!r}, expected {want[key]}. "
+                        f"{_hint(key, got[key], want, engine)}"
+                    )
+            steps += 1
+            peak, peak_reserved = max(peak, want["held"]), max(peak_reserved, want["reserved"])
+            return inner(runner, work)
+
+        engine.step_fn = step
+        engine.run(reqs)
+    return (
+        f"KV usage exact at {steps} engine steps over {len(runs)} runs (1 fresh), always within "
+        f"the paging bound; peak {peak} blocks held vs {peak_reserved} at max length"
+    )

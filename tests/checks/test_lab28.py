@@ -1,0 +1,193 @@
+"""Graders of lab 28: the reference passes; realistic wrong answers and reference calls fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch.runtime.quant_serving as qs
+from minitorch.checks import lab28
+from minitorch.checks.core import ReferenceCalledError
+from minitorch.model.quant_model import map_linear_weights, quantized_model
+from minitorch.runtime.engine import Engine
+from minitorch.runtime.paged_model import PagedGPT
+from tests.helpers.graders import rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.runtime")
+ref_engine = unblocked(qs.quant_engine)
+ref_counts = unblocked(qs.work_counts)
+ref_usage = unblocked(qs.kv_usage)
+ref_report = unblocked(qs.capstone_report)
+
+
+# --------------------------------------------------------------------------- 28.1 server
+def build_server(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None, *,
+                 weights="int8", int8_cache=True):  # fmt: skip
+    if weights == "int8":
+        q = quantized_model(model, "int8")
+    elif weights == "tensor":  # one scale for the whole matrix
+        q = map_linear_weights(
+            model, lambda n, w: np.round(w / (np.abs(w).max() / 127)) * (np.abs(w).max() / 127)
+        )
+    else:
+        q = model
+    engine = Engine(q, num_blocks, block_size, token_budget, max_num_seqs, cost=cost)
+    if int8_cache:
+        c = q.config
+        cache = qs.Int8PagedKVCache(c.n_layer, num_blocks, block_size, c.n_kv_head, c.head_dim)
+        engine.runner = PagedGPT(q, cache)
+    return engine
+
+
+def test_server_reference_and_solution_pass(capsys):
+    lab28.check_server(ref_engine)
+    lab28.check_server(build_server)
+    assert "✔ Exercise 28.1 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(weights="fp32"), "FP32 weight"),
+        (dict(weights="tensor"), "per-channel"),
+        (dict(int8_cache=False), "Int8PagedKVCache"),
+    ],
+)
+def test_server_rejects_wrong_answers(kwargs, match):
+    rejects(lab28.check_server, lambda *a, **k: build_server(*a, **k, **kwargs), match=match)
+
+
+def test_server_rejects_the_reference():
+    rejects(
+        lab28.check_server,
+        lambda *a, **k: qs.quant_engine(*a, **k),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 28.2 work
+def work_counts(requests, result, *, mistake=None):
+    out = dict(ref_counts(requests, result))
+    if mistake == "cached baseline":
+        out["baseline_tokens"] = sum(len(r.prompt) + r.max_new_tokens for r in requests)
+    elif mistake == "passes per token":
+        out["served_passes"] = sum(r.max_new_tokens for r in requests)
+    elif mistake == "one pass per request":
+        out["baseline_passes"] = len(requests)
+    return out
+
+
+def test_work_counts_reference_and_solution_pass(capsys):
+    lab28.check_work_counts(ref_counts)
+    lab28.check_work_counts(work_counts)
+    assert "✔ Exercise 28.2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("mistake", "match"),
+    [
+        ("cached baseline", "WITH a KV cache"),
+        ("passes per token", "count the engine's steps"),
+        ("one pass per request", "its own forward pass"),
+    ],
+)
+def test_work_counts_rejects_wrong_answers(mistake, match):
+    rejects(lab28.check_work_counts, lambda q, r: work_counts(q, r, mistake=mistake), match=match)
+
+
+def test_work_counts_rejects_the_reference():
+    rejects(
+        lab28.check_work_counts,
+        lambda q, r: qs.served_work(r),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 28.3 KV usage
+def kv_usage(engine, *, mistake=None):
+    out = dict(ref_usage(engine))
+    bs, cfg = engine.blocks.block_size, engine.runner.cfg
+    if mistake == "floor":
+        out["bound"] = sum(len(s.tokens) // bs for s in engine.scheduler.running)
+    elif mistake == "fp32 bytes":
+        out["bytes"] = out["held"] * bs * 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim * 4
+    elif mistake == "no scales":
+        out["bytes"] = out["held"] * bs * 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim
+    elif mistake == "max length":  # the values of a max-length reservation: over the bound
+        out["held"] = out["reserved"]
+    return out
+
+
+def test_kv_usage_reference_and_solution_pass(capsys):
+    lab28.check_kv_usage(ref_usage)
+    lab28.check_kv_usage(kv_usage)
+    assert "✔ Exercise 28.3 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("mistake", "match"),
+    [
+        ("floor", "paging bound|not floor"),
+        ("fp32 bytes", "FP32 bytes"),
+        ("no scales", "Add the scales"),
+        ("max length", "reserved at max length"),
+    ],
+)
+def test_kv_usage_rejects_wrong_answers(mistake, match):
+    rejects(lab28.check_kv_usage, lambda e: kv_usage(e, mistake=mistake), match=match)
+
+
+def test_kv_usage_rejects_the_reference():
+    rejects(
+        lab28.check_kv_usage,
+        lambda e: qs.kv_usage(e),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 28.4 report
+def test_report_reference_passes(capsys):
+    lab28.check_report(ref_report)
+    assert "✔ Exercise 28.4 passed" in capsys.readouterr().out
+
+
+def _typed(model, seed):  # figures copied from an earlier run of seed 0
+    return dict(TYPED)
+
+
+TYPED: dict = {}
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda m, s: {**ref_report(m, s), "loss_int8": ref_report(m, s)["loss_fp32"]}, "FP32"),
+        (
+            lambda m, s: {**ref_report(m, s), "ttft_p99": ref_report(m, s)["ttft_p50"]},
+            "Percentiles",
+        ),
+        (
+            lambda m, s: {**(r := ref_report(m, s)), "kv_peak_blocks": r["kv_reserved_blocks"]},
+            "max-length reservation",
+        ),
+        (_typed, "typed in"),
+    ],
+)
+def test_report_rejects_wrong_answers(wrong, match):
+    if not TYPED:
+        from minitorch.model.checkpoint import load_pretrained
+
+        TYPED.update(ref_report(load_pretrained(), 0))
+    rejects(lab28.check_report, wrong, match=match)
+
+
+def test_report_rejects_the_reference():
+    rejects(
+        lab28.check_report,
+        lambda m, s: qs.capstone_report(m, s),
+        match="reference",
+        error=ReferenceCalledError,
+    )
