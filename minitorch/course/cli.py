@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("results", nargs="+", metavar="RESULTS.json", help="grading JSON file(s)")
     s.add_argument("--profile", choices=["compiler", "training", "intern"])
     s.add_argument("--png", metavar="FILE", help="write the radar chart here")
+    s.add_argument("--profiles", action="store_true",
+                   help="add the capstone section (skill matrix, every profile) even without "
+                        "a lab 28 result")  # fmt: skip
     s.add_argument("--by-student", action="store_true",
                    help="a gradebook, a skill line per student and class statistics")  # fmt: skip
     _pattern(s)

@@ -134,7 +134,19 @@ def _safe(name: str) -> str:
 
 
 def report(args: argparse.Namespace) -> int:
-    """``a2s report``: one skill report over all results, or the class view (--by-student)."""
+    """``a2s report``: one skill report over all results, or the class view (--by-student).
+
+    The capstone section (the skill matrix and every profile) is added when lab 28 is among
+    the results (the labs that count, with ``--by-student``) or with ``--profiles``.
+    """
+    from minitorch.course.profiles import (
+        CAPSTONE_LAB,
+        capstone_section,
+        covers_capstone,
+        profiles_png,
+        save_profiles_radar,
+        write_gradebook_csv,
+    )
     from minitorch.course.report import save_radar, skill_report
 
     if args.exercise:
@@ -151,9 +163,15 @@ def report(args: argparse.Namespace) -> int:
     if not (args.by_student or args.csv or args.png_dir or args.stats_png):
         rep = skill_report({"version": 1, "results": results}, root, args.profile)
         print("\n".join(rep.lines()))
+        cap = capstone_section(results, root) if args.profiles or covers_capstone(results) else None
+        if cap is not None:
+            print("\n" + "\n".join(cap.lines()))
         if args.png:
             save_radar(rep, Path(args.png))
             print(f"wrote {args.png}")
+            if cap is not None:
+                save_profiles_radar(cap, profiles_png(Path(args.png)))
+                print(f"wrote {profiles_png(Path(args.png))}")
         return 0
     if args.png:
         raise UsageError("--png draws one report; with --by-student use --png-dir DIR")
@@ -164,18 +182,28 @@ def report(args: argparse.Namespace) -> int:
     book = build_gradebook(results, root, args.student_pattern, labs)
     print("\n".join(book.lines()))
     print("\nskills (each over what was assessed of that student)")
+    caps = {}  # student -> the capstone section: with --profiles or when lab 28 counts
     for student in book.students:
-        mine = {"version": 1, "results": list(book.counted[student].values())}
-        rep = skill_report(mine, root, args.profile)
+        counted = list(book.counted[student].values())
+        rep = skill_report({"version": 1, "results": counted}, root, args.profile)
         verdict = f"; profile {'met' if rep.profile_met else 'NOT met'}" if args.profile else ""
+        if args.profiles or CAPSTONE_LAB in book.labs:
+            caps[student] = capstone_section(counted, root)
+            verdict += "; profiles: " + ", ".join(
+                f"{p.key} {p.verdict}" + ("" if p.value is None else f" {p.value:.1f}")
+                for p in caps[student].profiles
+            )
         print(f"  {student}: {rep.summary()}{verdict}")
         if args.png_dir:
             save_radar(rep, Path(args.png_dir) / f"{_safe(student)}.png", student)
+            if student in caps:
+                out = Path(args.png_dir) / f"{_safe(student)}-profiles.png"
+                save_profiles_radar(caps[student], out, student)
     stats = exercise_stats(book, root)
     print("\nexercises (pass rate over the students who submitted the lab)")
     print("\n".join(stats_lines(stats)))
     if args.csv:
-        book.write_csv(Path(args.csv))
+        write_gradebook_csv(book, Path(args.csv), caps)
         print(f"wrote {args.csv}")
     if args.png_dir:
         print(f"wrote {len(book.students)} radar charts to {args.png_dir}")

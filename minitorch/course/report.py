@@ -22,7 +22,15 @@ from pathlib import Path
 from minitorch.course.notebook import NotebookError, exercises, read_notebook
 from minitorch.course.syllabus import DIMENSIONS, PROFILES, SUBJECTS, find_lab
 
-__all__ = ["SkillReport", "level", "save_radar", "skill_report"]
+__all__ = [
+    "Pooled",
+    "SkillReport",
+    "level",
+    "pool_results",
+    "report_from_pool",
+    "save_radar",
+    "skill_report",
+]
 
 
 def level(score: float) -> str:
@@ -101,28 +109,32 @@ def _score(pairs: list[tuple[float, float]]) -> float | None:
     return None if possible == 0 else 10.0 * sum(p for p, _ in pairs) / possible
 
 
-def skill_report(results: dict, root: Path, profile: str | None = None) -> SkillReport:
-    """Build the report from a grading JSON document (``a2s grade --json``)."""
-    dim_w = (
-        dict(PROFILES[profile].dimension_weights)
-        if profile
-        else {k: w for k, (_l, w) in DIMENSIONS.items()}
-    )
-    by_s: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
-    by_d: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
-    by_cell: defaultdict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
-    by_layer: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
-    notes: list[str] = []
+@dataclass(slots=True)
+class Pooled:
+    """Graded points pooled by subject, dimension, (subject, dimension) cell and layer."""
+
+    by_s: defaultdict[str, list[tuple[float, float]]]
+    by_d: defaultdict[str, list[tuple[float, float]]]
+    by_cell: defaultdict[tuple[str, str], list[tuple[float, float]]]
+    by_layer: defaultdict[str, list[tuple[float, float]]]
+    notes: list[str]
+
+
+def pool_results(results: dict, root: Path) -> Pooled:
+    """Pool the exercises of a grading JSON document (``a2s grade --json``) by skill."""
+    pooled = Pooled(defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list), [])
     meta_cache: dict[str, dict[str, tuple[str, str, str]] | None] = {}
     for res in results.get("results", []):
         if not res.get("lab"):
-            notes.append(f"{res.get('notebook')}: not graded ({res.get('error')})")
+            pooled.notes.append(f"{res.get('notebook')}: not graded ({res.get('error')})")
             continue
         if res["lab"] not in meta_cache:
             try:
                 meta_cache[res["lab"]] = _exercise_meta(root, res["lab"])
             except (KeyError, FileNotFoundError, NotebookError):
-                notes.append(f"{res.get('notebook')}: lab {res['lab']!r} has no notebook here")
+                pooled.notes.append(
+                    f"{res.get('notebook')}: lab {res['lab']!r} has no notebook here"
+                )
                 meta_cache[res["lab"]] = None
         meta = meta_cache[res["lab"]]
         if meta is None:
@@ -130,26 +142,42 @@ def skill_report(results: dict, root: Path, profile: str | None = None) -> Skill
         for ex in res.get("exercises", []):
             subject, dim, layer = meta.get(ex["id"], ("fundamentals", "hands-on", "0"))
             pair = (float(ex["points"]), float(ex["max_points"]))
-            by_s[subject].append(pair)
-            by_d[dim].append(pair)
-            by_cell[(subject, dim)].append(pair)
-            by_layer[layer].append(pair)
-    matrix = {cell: s for cell, p in by_cell.items() if (s := _score(p)) is not None}
+            pooled.by_s[subject].append(pair)
+            pooled.by_d[dim].append(pair)
+            pooled.by_cell[(subject, dim)].append(pair)
+            pooled.by_layer[layer].append(pair)
+    return pooled
+
+
+def skill_report(results: dict, root: Path, profile: str | None = None) -> SkillReport:
+    """Build the report from a grading JSON document (``a2s grade --json``)."""
+    return report_from_pool(pool_results(results, root), profile)
+
+
+def report_from_pool(pooled: Pooled, profile: str | None = None) -> SkillReport:
+    """The report of already pooled points, with ``profile``'s dimension weights if given."""
+    dim_w = (
+        dict(PROFILES[profile].dimension_weights)
+        if profile
+        else {k: w for k, (_l, w) in DIMENSIONS.items()}
+    )
+    cells = pooled.by_cell
+    matrix = {cell: s for cell, p in cells.items() if (s := _score(p)) is not None}
     weights = {c: SUBJECTS[c[0]][1] * dim_w.get(c[1], 0.0) for c in matrix}
     norm = sum(weights.values())
     whole = sum(w for _l, w in SUBJECTS.values()) * sum(dim_w.values())
     total = sum(weights[c] * matrix[c] for c in matrix) / norm if norm else 0.0
     rep = SkillReport(
-        subjects={k: _score(by_s[k]) for k in SUBJECTS},
-        dimensions={k: _score(by_d[k]) for k in DIMENSIONS},
+        subjects={k: _score(pooled.by_s.get(k, [])) for k in SUBJECTS},
+        dimensions={k: _score(pooled.by_d.get(k, [])) for k in DIMENSIONS},
         matrix=matrix,
         total=total,
         level=level(total) if norm else "n/a",
         coverage=norm / whole if whole else 0.0,
-        notes=notes,
+        notes=list(pooled.notes),
     )
     if profile:
-        _apply_profile(rep, profile, by_layer)
+        _apply_profile(rep, profile, pooled.by_layer)
     return rep
 
 
