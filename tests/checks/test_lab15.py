@@ -139,6 +139,19 @@ def test_legality_passes(capsys):
         ((interchange_legal, lambda ds, band: True), "every band component"),
         ((interchange_legal, lambda ds, b: all(min(d[b[0] : b[1]]) >= 0 for d in ds)), "outside"),
         ((lambda ds, perm: 1, tiling_legal), "bool"),
+        # the inverse permutation: d scattered to positions perm instead of gathered from them
+        (
+            (
+                lambda ds, p: all(lex_positive([d[p.index(t)] for t in range(len(p))]) for d in ds),
+                tiling_legal,
+            ),
+            "inverse permutation",
+        ),
+        # the band read as closed [lo, hi]
+        (
+            (interchange_legal, lambda ds, b: tiling_legal(ds, (b[0], b[1] + 1))),
+            "half-open",
+        ),
     ],
 )
 def test_legality_rejects_wrong_answers(fns, match):
@@ -197,9 +210,56 @@ def test_tune_rejects_wrong_answers(wrong, match):
     rejects(lab15.check_tune, wrong, match=match)
 
 
+def random_tune(seed):
+    def tune(space, measure, model, budget):
+        picks = np.random.default_rng(seed).permutation(len(space))[:budget]
+        return min((space[int(p)] for p in picks), key=measure)
+
+    return tune
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tune_rejects_a_random_quarter(monkeypatch, seed):
+    # a random quarter finds the one configuration within 10% of a synthetic landscape one time
+    # in four, and one of the matmul's two 44 times in 100: all five landscapes ~1 in 600
+    monkeypatch.setenv("A2S_SEED", str(seed))
+    rejects(lab15.check_tune, random_tune(seed), match="ranks best")
+
+
+def test_tune_cannot_read_the_costs_out_of_measure():
+    """measure's closure holds only the oracle generator's send (its locals: gi_frame, vetoed
+    by the sealed kernel); calling it directly is counted like measure."""
+
+    def from_closure(space, measure, model, budget):
+        for cell in measure.__closure__ or ():
+            if isinstance(cell.cell_contents, dict):
+                table = cell.cell_contents
+                return min(table, key=table.get)
+        send = next(c.cell_contents for c in measure.__closure__ if callable(c.cell_contents))
+        return min(space, key=send)
+
+    rejects(lab15.check_tune, from_closure, match="grid search")
+
+
 def test_tune_rejects_the_reference():
     for fn in (
         lambda space, measure, model, budget: autotune.guided_search(space, measure, model, budget),
         lambda space, measure, model, budget: autotune.random_search(space, measure, budget),
     ):
         rejects(lab15.check_tune, fn, match="reference", error=ReferenceCalledError)
+
+
+def test_the_graders_own_ground_truth_is_blocked():
+    """The grader's truth functions are importable; calling them is calling the reference."""
+    from minitorch.checks.lab15 import legality, tuner
+
+    def from_landscape(space, measure, model, budget):
+        _, true, _ = tuner.matmul_landscape()
+        return min(true, key=true.get)
+
+    for check, fns in [
+        (lab15.check_distance_vectors, (legality.brute_distances,)),
+        (lab15.check_legality, (legality._perm_legal, legality._tile_legal)),
+        (lab15.check_tune, (from_landscape,)),
+    ]:
+        rejects(check, *fns, match="reference", error=ReferenceCalledError)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from minitorch.checks import lab16
 from minitorch.checks.core import ReferenceCalledError
 from minitorch.runtime import overlap as O
@@ -12,7 +14,9 @@ unblocked = unblocked_in("minitorch.runtime")
 
 
 # --------------------------------------------------------------------------- 16.1 streams
-def simulate(program, *, waits=True, serial=False, syncs=True):
+def simulate(
+    program, *, waits=True, serial=False, syncs=True, host_waits=False, back=False, at_host=False
+):
     tail, events, host, out = {}, {}, 0.0, []
     for ins in program:
         kind = ins[0]
@@ -22,11 +26,13 @@ def simulate(program, *, waits=True, serial=False, syncs=True):
             tail[lane] = start + ins[3]
             out.append((start, tail[lane]))
         elif kind == "record":
-            events[ins[2]] = max(tail.get(lane, 0.0), host)
+            events[ins[2]] = host if at_host else max(tail.get(lane, 0.0), host)
         elif kind == "wait" and waits:
             tail[lane] = max(tail.get(lane, 0.0), events[ins[2]])
+            host = max(host, events[ins[2]]) if host_waits else host
         elif kind == "sync" and syncs:
-            host = max([host, *(tail.values() if lane is None else [tail.get(lane, 0.0)])])
+            ends = list(tail.values()) if lane is None else [tail.get(lane, 0.0)]
+            host = max(ends, default=0.0) if back else max([host, *ends])
     return out
 
 
@@ -40,6 +46,11 @@ def test_simulate():
     rejects(lab16.check_simulate, lambda p: simulate(p, serial=True), match="concurrently")
     rejects(lab16.check_simulate, lambda p: simulate(p, syncs=False), match="host")
     rejects(lab16.check_simulate, lambda p: simulate(p)[:-1], match="expected 2 numbers|tuples")
+    # cudaEventSynchronize instead of cudaStreamWaitEvent: the wait blocks the host
+    rejects(lab16.check_simulate, lambda p: simulate(p, host_waits=True), match="not the host")
+    # the host's clock set to the synced stream's end, even when that is earlier
+    rejects(lab16.check_simulate, lambda p: simulate(p, back=True), match="never goes back")
+    rejects(lab16.check_simulate, lambda p: simulate(p, at_host=True), match="enqueued")
     rejects(lab16.check_simulate, reference_spans, match="reference", error=ReferenceCalledError)
 
 
@@ -84,6 +95,8 @@ def predict_exposed(n_layers, t_layer, g_layer, per_bucket, alpha, beta):
 def test_predict_exposed():
     lab16.check_predict_exposed(predict_exposed)
     lab16.check_predict_exposed(unblocked(O.exposed_uniform))
+    # a float32 answer is right to 7 digits
+    lab16.check_predict_exposed(lambda *a: np.float32(predict_exposed(*a)))
     rejects(lab16.check_predict_exposed, lambda n, t, g, k, a, b: a + b * k * g, match="keeps up")
     rejects(
         lab16.check_predict_exposed,
@@ -116,12 +129,18 @@ def choose_bucket_bytes(bwd_times, grad_bytes, alpha, beta):
     return best[1]
 
 
+def prefix_caps_only(bwd_times, grad_bytes, alpha, beta):
+    caps = [sum(grad_bytes[:j]) for j in range(1, len(grad_bytes) + 1)]
+    return min(caps, key=lambda c: bucket_schedule(bwd_times, grad_bytes, c, alpha, beta)[-1][1])
+
+
 def test_choose_bucket():
     lab16.check_choose_bucket(choose_bucket_bytes)
     # the DDP default, 25 MB: right kind of number, but one bucket on these small models
     rejects(lab16.check_choose_bucket, lambda t, g, a, b: 25 * 2**20, match="one bucket")
     rejects(lab16.check_choose_bucket, lambda t, g, a, b: 1, match="alpha on every layer")
     rejects(lab16.check_choose_bucket, lambda t, g, a, b: 2 * max(g), match="budget")
+    rejects(lab16.check_choose_bucket, prefix_caps_only, match="not only from the first layer")
     rejects(
         lab16.check_choose_bucket,
         O.best_bucket_bytes,
@@ -181,3 +200,21 @@ def test_bucket_schedule_may_not_use_the_reference_simulator():
         match="Device",
         error=ReferenceCalledError,
     )
+
+
+def test_the_graders_own_ground_truth_is_blocked():
+    """The grader's truth functions are importable; calling them is calling the reference."""
+    from minitorch.checks.lab16 import _truth
+    from minitorch.checks.lab16.buckets import _exposed
+
+    def cap_from_truth(t, g, a, b):
+        return min(range(1, sum(g) + 1), key=lambda c: _truth.step_time(t, g, c, a, b))
+
+    for check, fn in [
+        (lab16.check_simulate, _truth.program_times),
+        (lab16.check_bucket_schedule, _truth.schedule),
+        (lab16.check_predict_exposed, _exposed),
+        (lab16.check_choose_bucket, cap_from_truth),
+        (lab16.check_prefetch, _truth.prefetch_rows),
+    ]:
+        rejects(check, fn, match="reference", error=ReferenceCalledError)

@@ -42,9 +42,29 @@ def size_own_segment(n):
     return (size, "small", 2 * MIB) if size <= MIB else (size, "large", size)
 
 
+def size_ok(n):
+    size = max(512, -(-n // 512) * 512)
+    if size <= MIB:
+        return size, "small", 2 * MIB
+    return size, "large", 20 * MIB if size < 10 * MIB else -(-size // (2 * MIB)) * 2 * MIB
+
+
+def test_size_class_as_a_list_passes(capsys) -> None:
+    lab17.check_size_class(lambda n: list(size_ok(n)))
+    assert "✔ Exercise 17.1 passed" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
-    [(size_pow2, "power of two"), (size_strict, "exactly 1 MiB"), (size_own_segment, "20 MiB")],
+    [
+        (size_pow2, "power of two"),
+        (size_strict, "exactly 1 MiB"),
+        (size_own_segment, "20 MiB"),
+        # no minimum: an empty tensor rounds to 0 B
+        (lambda n: (-(-n // 512) * 512, *size_ok(n)[1:]), "at least 512"),
+        # 10 MiB itself still shares a 20 MiB segment
+        (lambda n: (10 * MIB, "large", 20 * MIB) if n == 10 * MIB else size_ok(n), "under"),
+    ],
 )
 def test_wrong_size_classes_are_rejected(wrong, hint: str) -> None:
     rejects(lab17.check_size_class, wrong, match=hint)
@@ -79,6 +99,18 @@ def alloc_no_split(pool, size, small):
     return _taking(pool, min(fits, key=lambda i: pool[i].size), size, split=False)
 
 
+def alloc_split_rule(small_split, large_split, tie=1):
+    def alloc(pool, size, small):
+        fits = [i for i, b in enumerate(pool) if not b.allocated and b.size >= size]
+        if not fits:
+            return None
+        i = min(fits, key=lambda k: (pool[k].size, tie * pool[k].addr))
+        rest = pool[i].size - size
+        return _taking(pool, i, size, small_split(rest) if small else large_split(rest))
+
+    return alloc
+
+
 def alloc_always_split(pool, size, small):
     fits = [i for i, b in enumerate(pool) if not b.allocated and b.size >= size]
     if not fits:
@@ -92,6 +124,9 @@ def alloc_always_split(pool, size, small):
         (alloc_first_fit, "first fit"),
         (alloc_no_split, "not split"),
         (alloc_always_split, "over 1 MiB"),
+        (alloc_split_rule(lambda r: r > 512, lambda r: r > MIB), ">= 512 B"),
+        (alloc_split_rule(lambda r: r >= 512, lambda r: r >= MIB), "exactly 1 MiB"),
+        (alloc_split_rule(lambda r: r >= 512, lambda r: r > MIB, tie=-1), "lower"),
     ],
 )
 def test_wrong_alloc_blocks_are_rejected(wrong, hint: str) -> None:
@@ -195,13 +230,34 @@ def free_never_coalescing(state, addr):
 good_malloc, good_free, good_empty = free(A.malloc), free(A.free), free(A.empty_cache)
 
 
+def empty_first_block_free(state):
+    """Releases every segment whose first block is free, live blocks behind it or not."""
+    released = 0
+    for pool in state.pools.values():
+        for b in [b for b in pool if not b.allocated and b.addr == b.segment]:
+            state.device.free(b.addr)
+            pool.remove(b)
+            released += b.size
+    state.reserved -= released
+    return released
+
+
+def malloc_peak_is_reserved(state, nbytes):
+    """peak_reserved set to reserved on each malloc: wrong once empty_cache lowered reserved."""
+    addr = good_malloc(state, nbytes)
+    state.peak_reserved = state.reserved
+    return addr
+
+
 @pytest.mark.parametrize(
     ("fns", "hint"),
     [
         ((bump_malloc, bump_free, good_empty), "device allocations"),
         ((naive_malloc, naive_free, good_empty), "device allocations"),
-        ((good_malloc, good_free, no_empty_cache), "empty_cache released"),
+        ((good_malloc, good_free, no_empty_cache), "empty_cache .*released"),
         ((good_malloc, free_never_coalescing, good_empty), "device allocations"),
+        ((good_malloc, good_free, empty_first_block_free), "still live"),
+        ((malloc_peak_is_reserved, good_free, good_empty), "keep the max"),
     ],
 )
 def test_wrong_allocators_are_rejected(fns, hint: str) -> None:
@@ -263,5 +319,29 @@ def test_fragmentation_calling_the_reference_is_rejected() -> None:
         lab17.check_fragmentation,
         A.fragmentation,
         match="fragmentation",
+        error=ReferenceCalledError,
+    )
+
+
+def test_the_graders_own_model_is_blocked() -> None:
+    """The grader's plain model is importable; calling it is calling the reference."""
+    from minitorch.checks.lab17 import frag, model
+
+    def alloc_by_model(pool, size, small):
+        rows = model.pool_rows(pool)
+        i = model.plain_alloc(rows, size, small)
+        return None if i is None else Block(*rows[i])
+
+    rejects(
+        lab17.check_size_class,
+        model.plain_size_class,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+    rejects(lab17.check_alloc_block, alloc_by_model, match="reference", error=ReferenceCalledError)
+    rejects(
+        lab17.check_fragmentation,
+        lambda pool: frag._plain(model.pool_rows(pool)),
+        match="reference",
         error=ReferenceCalledError,
     )

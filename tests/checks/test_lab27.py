@@ -245,3 +245,47 @@ def test_mesh_row_major_ring_breaks_the_link_budget():
 def test_mesh_rejects_the_reference():
     rejects(lab27.check_mesh, noc.xy_link_loads, _snake, match="reference",
             error=ReferenceCalledError)  # fmt: skip
+
+
+def test_dataflows_reject_a_product_that_probes_the_mac():
+    """mac called the right number of times on zeros to learn the mark; C taken as a @ b."""
+
+    def probe(a, b, rows, cols, mac, ws=True):
+        (m, k), n = a.shape, b.shape[1]
+        steps = (m if ws else k) + rows + cols - 2
+        zero = np.zeros((rows, cols))
+        mark = 0.0
+        for _ in range(steps):
+            mark = float(mac(zero, zero, zero)[0, 0])
+        busy = np.zeros(steps + rows, np.int64)
+        for i in range(m):
+            for j in range(k):
+                busy[(rows if ws else 0) + i + j : (rows if ws else 0) + i + j + n] += 1
+        return a @ b + (rows if ws else steps) * mark, busy
+
+    rejects(lab27.check_weight_stationary, probe, match="PEs computed")
+    rejects(lab27.check_output_stationary, lambda *a: probe(*a, ws=False), match="PEs computed")
+
+
+def test_choose_tiles_accepts_integral_floats(capsys):
+    lab27.check_choose_tiles(lambda *a: tuple(float(t) for t in choose_tiles(*a)))
+    assert "✔ Exercise 27.4 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("perm", "match"), [([1, 0, 2, 3], "east and west"), ([0, 1, 3, 2], "north and south")]
+)
+def test_mesh_names_swapped_directions(perm, match):
+    rejects(lab27.check_mesh, lambda t, w, h: np.asarray(_loads(t, w, h))[..., perm], _snake,
+            match=match)  # fmt: skip
+
+
+def test_the_graders_own_ground_truth_is_blocked():
+    """The grader's closed forms and router are importable: calling them calls the reference."""
+    from minitorch.checks.lab27 import mapping, mesh
+
+    for check, fns in [
+        (lab27.check_mapped_cycles, (mapping._ws, mapping._cube)),
+        (lab27.check_mesh, (mesh._loads, _snake)),
+    ]:
+        rejects(check, *fns, match="reference", error=ReferenceCalledError)

@@ -23,6 +23,7 @@ from minitorch.compiler.loops import Kernel, stencil
 __all__ = ["brute_distances", "check_distance_vectors", "check_legality", "runs_in_order"]
 
 _D = "minitorch.compiler.dependence"
+_G = __name__  # the grader's own ground truth, blocked too
 Vec = tuple[int, ...]
 
 
@@ -90,7 +91,7 @@ _STENCILS = [
 ]
 
 
-@grader("15.2", blocks=(f"{_D}:distance_vectors", f"{_D}:_distance"))
+@grader("15.2", blocks=(f"{_D}:distance_vectors", f"{_D}:_distance", f"{_G}:brute_distances"))
 def check_distance_vectors(distance_vectors: Callable[..., object]) -> str:
     """Exercise 15.2: the distance vectors of in-place 2-D stencils."""
     cases = [
@@ -150,7 +151,16 @@ def _tile_legal(distances: Sequence[Vec], band: tuple[int, int]) -> bool:
     return runs_in_order(distances, keys, 7) is None
 
 
+def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
+    return tuple(sorted(range(len(perm)), key=lambda t: perm[t]))
+
+
 _PERM_MISTAKES = [
+    Mistake(
+        "Loop t of the new nest runs iterator perm[t], so the permuted vector is "
+        "(d[perm[0]], d[perm[1]], ...): you applied the inverse permutation.",
+        answer=lambda ds, perm: _perm_legal(ds, _inverse(perm)),
+    ),
     Mistake(
         "This interchange is illegal: permute each distance vector first, then test that it is "
         "lexicographically positive (the unpermuted vectors are positive by construction).",
@@ -173,6 +183,10 @@ _TILE_MISTAKES = [
         "the band does: skip it.",
         answer=lambda ds, band: all(min(d[band[0] : band[1]]) >= 0 for d in ds),
     ),
+    Mistake(
+        "The band is half-open, like a slice: loops band[0] .. band[1] - 1, i.e. d[lo:hi].",
+        answer=lambda ds, band: _tile_legal(ds, (band[0], min(band[1] + 1, len(ds[0])))),
+    ),
 ]
 
 _SETS: list[tuple[str, list[Vec]]] = [
@@ -181,6 +195,7 @@ _SETS: list[tuple[str, list[Vec]]] = [
     ("3-D {(1,0,-1), (0,1,0)}", [(1, 0, -1), (0, 1, 0)]),
     ("matmul's reduction {(0,0,1)}", [(0, 0, 1)]),
     ("{(0,1,-1), (1,-1,0)}", [(0, 1, -1), (1, -1, 0)]),
+    ("{(0,0,1), (0,1,-1)}", [(0, 0, 1), (0, 1, -1)]),
 ]
 
 
@@ -201,7 +216,17 @@ def _perms(dims: int) -> list[tuple[int, ...]]:
     )
 
 
-@grader("15.3", blocks=(f"{_D}:legal_permutation", f"{_D}:legal_tiling", f"{_D}:lex_positive"))
+@grader(
+    "15.3",
+    blocks=(
+        f"{_D}:legal_permutation",
+        f"{_D}:legal_tiling",
+        f"{_D}:lex_positive",
+        f"{_G}:runs_in_order",
+        f"{_G}:_perm_legal",
+        f"{_G}:_tile_legal",
+    ),
+)
 def check_legality(
     interchange_legal: Callable[..., object], tiling_legal: Callable[..., object]
 ) -> str:

@@ -22,8 +22,14 @@ def program_times(
     waits: bool = True,
     streams: bool = True,
     syncs: bool = True,
+    host_waits: bool = False,
+    record_host: bool = False,
+    host_back: bool = False,
 ) -> list[tuple[float, float]]:
-    """(start, end) of every op: FIFO per stream, events, host syncs (or a known mistake)."""
+    """(start, end) of every op: FIFO per stream, events, host syncs (or a known mistake:
+    ``host_waits`` makes a wait block the host, ``record_host`` times an event at the host's
+    clock instead of the end of its stream's work, ``host_back`` sets the host's clock to the
+    synchronised stream's end even when that is earlier)."""
     free: dict[str, float] = {}
     marks: dict[str, float] = {}
     host = 0.0
@@ -35,11 +41,14 @@ def program_times(
             out.append((begin, begin + ins[3]))
             free[lane] = begin + ins[3]  # type: ignore[index]
         elif ins[0] == "record":
-            marks[ins[2]] = max(free.get(lane, 0.0), host)  # type: ignore[arg-type]
+            marks[ins[2]] = host if record_host else max(free.get(lane, 0.0), host)  # type: ignore[arg-type]
         elif ins[0] == "wait" and waits:
             free[lane] = max(free.get(lane, 0.0), marks[ins[2]])  # type: ignore[index,arg-type]
+            if host_waits:
+                host = max(host, marks[ins[2]])
         elif ins[0] == "sync" and syncs:
-            host = max([host, *(free.values() if lane is None else [free.get(lane, 0.0)])])
+            ends = list(free.values()) if lane is None else [free.get(lane, 0.0)]
+            host = max(ends, default=0.0) if host_back else max([host, *ends])
     return out
 
 

@@ -18,7 +18,11 @@ from minitorch.checks.lab16._truth import intervals, program_times
 
 __all__ = ["check_simulate", "random_program"]
 
-BLOCKS = ("minitorch.runtime.streams:simulate", "minitorch.runtime.streams:Device")
+BLOCKS = (
+    "minitorch.runtime.streams:simulate",
+    "minitorch.runtime.streams:Device",
+    "minitorch.checks.lab16._truth:program_times",
+)
 
 _TEACHING = {
     "backward then all-reduce": [
@@ -45,6 +49,14 @@ _TEACHING = {
         ("wait", "d2h", "k0"),
         ("op", "d2h", "out0", 1),
     ],
+    "a wait holds back one stream only": [
+        ("op", "compute", "fwd", 4),
+        ("record", "compute", "act"),
+        ("wait", "copy", "act"),
+        ("op", "copy", "offload", 2),
+        ("op", "comm", "ar", 3),
+        ("op", "compute", "next", 1),
+    ],
     "host sync": [
         ("op", "a", "x", 5),
         ("op", "b", "y", 1),
@@ -53,6 +65,8 @@ _TEACHING = {
         ("sync",),
         ("op", "a", "w", 1),
         ("op", "c", "v", 1),
+        ("sync", "b"),
+        ("op", "d", "u", 1),
     ],
 }
 
@@ -68,11 +82,30 @@ _HINTS: list[tuple[dict[str, Any], str]] = [
         "its own stream (and for waited events), not for every earlier op.",
     ),
     (
+        dict(host_waits=True),
+        "`wait(stream, event)` holds back only that stream (cudaStreamWaitEvent), not the "
+        "host: ops issued later on other streams do not wait for the event.",
+    ),
+    (
+        dict(record_host=True),
+        "An event completes when the work enqueued on its stream so far ends, not at the "
+        "host's clock when it is recorded.",
+    ),
+    (
+        dict(host_back=True),
+        "The host's clock never goes back: after `sync` it is the later of its own time and "
+        "the end of the synchronised stream(s).",
+    ),
+    (
         dict(syncs=False),
         "After `sync` the host has waited: ops issued later cannot start "
         "before the host's clock (the end of the synchronised stream(s)).",
     ),
 ]
+
+
+def _pair(row: np.ndarray) -> tuple[float, ...]:
+    return tuple(float(x) for x in row)
 
 
 def random_program(gen: np.random.Generator, n: int) -> list[tuple[Any, ...]]:
@@ -107,20 +140,23 @@ def check_simulate(simulate: Callable[..., Any]) -> str:
         if np.allclose(got, want, rtol=1e-9, atol=1e-12):
             busiest = max(busiest, float(want[:, 1].max(initial=0.0)))
             continue
-        hint = next(
-            (
-                h
-                for kw, h in _HINTS
-                if np.allclose(got, np.reshape(program_times(prog, **kw), (-1, 2)), rtol=1e-9)
-            ),
-            "Recompute: start = max(end of the stream's previous op, waited events, host clock).",
+        hints = [
+            h
+            for kw, h in _HINTS
+            if np.allclose(got, np.reshape(program_times(prog, **kw), (-1, 2)), rtol=1e-9)
+        ]
+        hint = (
+            " Or: ".join(hints)
+            if hints
+            else "Recompute: start = max(end of the stream's previous op, waited events, host "
+            "clock)."
         )
         bad = int(np.argmax(np.any(~np.isclose(got, want, rtol=1e-9), axis=1)))
         op = [i for i in prog if i[0] == "op"][bad]
         assert_true(
             False,
             f"[{label}] op {op[2]!r} on {op[1]!r}: got (start, end) = "
-            f"{tuple(got[bad])}, expected {tuple(want[bad])}. {hint}",
+            f"{_pair(got[bad])}, expected {_pair(want[bad])}. {hint}",
         )
     return (
         f"{len(cases)} programs (6 fresh, 3 streams) timed exactly; longest {busiest:g} time units"

@@ -23,12 +23,21 @@ from minitorch.runtime.allocator import Block
 __all__ = ["check_alloc_block", "check_free_block"]
 
 _REF = "minitorch.runtime.allocator"
-BLOCKS = tuple(f"{_REF}:{n}" for n in ("alloc_block", "free_block", "malloc", "free"))
+BLOCKS = (
+    *(f"{_REF}:{n}" for n in ("alloc_block", "free_block", "malloc", "free")),
+    "minitorch.checks.lab17.model:plain_alloc",
+    "minitorch.checks.lab17.model:plain_free",
+)
 SEG = 2 * MIB
-_ALLOC_HINTS = {
+_ALLOC_HINTS = {  # the boundary variants first: on their cases "no split" looks alike
+    "rest > 512": "In the small pool split when the rest is >= 512 B: a 512 B rest is a "
+    "usable block of its own.",
+    "rest >= 1 MiB": "In the large pool split only when the rest is *over* 1 MiB (> kSmallSize): "
+    "a rest of exactly 1 MiB stays inside the allocated block.",
     "first fit": "That is first fit: take the *smallest* free block that fits (best fit), lowest "
     "address on ties; first fit breaks big blocks that a later big request needed.",
     "worst fit": "That is worst fit: take the smallest free block that fits, not the largest.",
+    "ties high": "On a tie in size take the block with the *lower* address.",
     "no split": "The block was not split: the rest (>= 512 B in the small pool, > 1 MiB in the "
     "large) must stay free as a block of its own, or it is lost until the whole block is freed.",
     "always split": "Split the large pool only when the rest is over 1 MiB (kSmallSize); a "
@@ -64,8 +73,12 @@ def _name(rows: list[Row], got: list[Row], run: Callable[[list[Row], str], objec
     return ""
 
 
+def _bytes(n: int) -> str:
+    return f"{n // KIB}K" if n % KIB == 0 else f"{n}B"
+
+
 def _show(rows: list[Row]) -> str:
-    return ", ".join(f"{'A' if r[3] else 'F'}{r[1] // KIB}K@{(r[0] - r[2]) // KIB}K" for r in rows)
+    return ", ".join(f"{'A' if r[3] else 'F'}{_bytes(r[1])}@{_bytes(r[0] - r[2])}" for r in rows)
 
 
 # (label, rows, request, small)
@@ -92,6 +105,8 @@ _NAMED_ALLOC: list[tuple[str, list[Row], int, bool]] = [
     ),
     ("large pool: a 512 KiB rest stays inside", [[0, 3 * MIB, 0, False]], 5 * MIB // 2, False),
     ("large pool: a 4 MiB rest is split off", [[0, 20 * MIB, 0, False]], 16 * MIB, False),
+    ("small pool: a 512 B rest is split off", [[0, 3 * 512, 0, False]], 1024, True),
+    ("large pool: a rest of exactly 1 MiB stays inside", [[0, 3 * MIB, 0, False]], 2 * MIB, False),
 ]
 
 
@@ -115,6 +130,8 @@ def _alloc_case(student: Any, label: str, rows: list[Row], size: int, small: boo
     i = plain_alloc(want, size, small)
     if got != want:
         hint = _name(rows, got, lambda m, bug: plain_alloc(m, size, small, bug), _ALLOC_HINTS)
+        if not hint and sorted(got) == sorted(want):
+            hint = "Keep the pool sorted by address: insert the rest right after the block."
         raise CheckFailure(
             f"[{label}] alloc_block(pool, {size}, small={small}) left the pool as [{_show(got)}], "
             f"expected [{_show(want)}] (A/F = allocated/free, size@offset in segment). {hint}"

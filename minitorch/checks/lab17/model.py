@@ -23,12 +23,16 @@ def plain_size_class(n: int, bug: str = "") -> tuple[int, str, int]:
             size *= 2
     elif bug == "floor":
         size = max(512, n // 512 * 512)
+    elif bug == "no minimum":
+        size = 512 * ((n + 511) // 512)
     else:
         size = 512 * max(1, (n + 511) // 512)
     small = size < MIB if bug == "strict 1 MiB" else size <= MIB
     if small:
         return size, "small", 2 * MIB
-    if size < 10 * MIB and bug != "no 20 MiB segment":
+    if (size <= 10 * MIB if bug == "10 MiB shared" else size < 10 * MIB) and bug != (
+        "no 20 MiB segment"
+    ):
         return size, "large", 20 * MIB
     if bug == "segment = size":
         return size, "large", size
@@ -49,6 +53,8 @@ def plain_alloc(pool: list[Row], size: int, small: bool, bug: str = "") -> int |
         i = fits[0]
     elif bug == "worst fit":
         i = max(fits, key=lambda k: (pool[k][1], -pool[k][0]))
+    elif bug == "ties high":
+        i = min(fits, key=lambda k: (pool[k][1], -pool[k][0]))
     else:
         i = min(fits, key=lambda k: (pool[k][1], pool[k][0]))
     addr, have, seg, _ = pool[i]
@@ -58,6 +64,10 @@ def plain_alloc(pool: list[Row], size: int, small: bool, bug: str = "") -> int |
         split = False
     elif bug == "always split":
         split = rest > 0
+    elif bug == "rest > 512":
+        split = rest > 512 if small else rest > MIB
+    elif bug == "rest >= 1 MiB":
+        split = rest >= 512 if small else rest >= MIB
     if not split:
         pool[i][3] = True
         return i

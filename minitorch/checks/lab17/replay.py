@@ -27,7 +27,11 @@ from minitorch.runtime.trace import training_step_trace
 __all__ = ["BUDGET", "DEVICE_ALLOCS", "check_caching_allocator", "plain_replay"]
 
 _REF = "minitorch.runtime.allocator"
-BLOCKS = tuple(f"{_REF}:{n}" for n in ("malloc", "free", "empty_cache", "CachingAllocator"))
+BLOCKS = (
+    *(f"{_REF}:{n}" for n in ("malloc", "free", "empty_cache", "CachingAllocator")),
+    "minitorch.checks.lab17.model:plain_alloc",
+    "minitorch.checks.lab17.model:plain_free",
+)
 BUDGET = 1.25  # reserved peak / live-bytes lower bound, on the shipped trace
 DEVICE_ALLOCS = 10  # device allocations for three training steps of the shipped trace
 Trace = list[tuple[str, int, int]]
@@ -61,6 +65,11 @@ class _Device:
 
 def plain_replay(trace: Trace) -> tuple[int, int]:
     """(device allocations, reserved peak) of the plain model on ``trace``."""
+    return _plain_run(trace)[:2]
+
+
+def _plain_run(trace: Trace) -> tuple[int, int, dict[str, list[Row]]]:
+    """(device allocations, reserved peak, pools) of the plain model on ``trace``."""
     pools: dict[str, list[Row]] = {"small": [], "large": []}
     where: dict[int, tuple[str, int]] = {}
     nxt = allocs = reserved = peak = 0
@@ -80,10 +89,22 @@ def plain_replay(trace: Trace) -> tuple[int, int]:
             i = plain_alloc(rows, size, name == "small")
         assert i is not None
         where[ident] = (name, rows[i][0])
-    return allocs, peak
+    return allocs, peak, pools
 
 
-def _replay(malloc: Any, free: Any, trace: Trace, label: str) -> tuple[CacheState, _Device]:
+def _whole_free(pools: dict[str, list[Row]]) -> int:
+    """Bytes of the segments that are one free block: what empty_cache gives back."""
+    out = 0
+    for rows in pools.values():
+        for r in rows:
+            if not r[3] and r[0] == r[2] and sum(1 for o in rows if o[2] == r[2]) == 1:
+                out += r[1]
+    return out
+
+
+def _replay(
+    malloc: Any, free: Any, trace: Trace, label: str
+) -> tuple[CacheState, _Device, list[int]]:
     dev = _Device()
     state = CacheState(dev)
     starts: list[int] = []  # sorted live addresses
@@ -111,7 +132,7 @@ def _replay(malloc: Any, free: Any, trace: Trace, label: str) -> tuple[CacheStat
         starts.insert(k, addr)
         ends[addr] = end
         addr_of[ident] = addr
-    return state, dev
+    return state, dev, list(addr_of.values())
 
 
 def _counters(state: CacheState, dev: _Device, label: str) -> None:
@@ -134,6 +155,8 @@ def _traces(g: Any) -> list[tuple[str, Trace]]:
                         ("alloc", 4, 3 * MIB), ("alloc", 5, 12 * MIB)]),
         ("freed neighbours serve a bigger request", [("alloc", i, 512 * KIB) for i in range(4)]
          + [("free", i, 512 * KIB) for i in (1, 0, 3, 2)] + [("alloc", 9, MIB)]),
+        ("a live block behind a free one", [("alloc", 1, 100), ("alloc", 2, 100),
+                                            ("free", 1, 100)]),
     ]  # fmt: skip
     trace: Trace = []
     live: list[tuple[int, int]] = []
@@ -156,8 +179,10 @@ def _traces(g: Any) -> list[tuple[str, Trace]]:
     ("17.3", "free_block", f"{_REF}:free_block"),
 ))  # fmt: skip
 def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
+    replayed = []
     for label, trace in _traces(fresh_rng("17.4")):
-        state, dev = _replay(malloc, free, trace, label)
+        state, dev, live = _replay(malloc, free, trace, label)
+        replayed.append((label, trace, state, dev, live))
         want_allocs, want_peak = plain_replay(trace)
         if dev.mallocs != want_allocs or dev.peak != want_peak:
             raise CheckFailure(
@@ -166,9 +191,15 @@ def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
                 f"{want_peak / MIB:.1f} MiB. Ask the device only when alloc_block finds no "
                 "block, for size_class's segment, and free blocks back into their pool."
             )
+    for label, trace, state, dev, live in replayed:  # then empty_cache, blocks still live
+        if live:
+            _empty_with_live(
+                empty_cache, state, dev, live, _whole_free(_plain_run(trace)[2]), label
+            )
+    _peak_across_empty_cache(malloc, free, empty_cache)
     two, three = training_step_trace(steps=2), training_step_trace(steps=3)
     label = "tiny GPT, three training steps"
-    state, dev = _replay(malloc, free, three, label)
+    state, dev, _ = _replay(malloc, free, three, label)
     bound = max(_live(three))
     warm = _replay(malloc, free, two, "tiny GPT, two steps")[1].mallocs
     assert_true(
@@ -193,6 +224,47 @@ def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
     )
     return (f"tiny GPT, 3 steps: {dev.mallocs} device allocations (0 in step 3), reserved peak "
             f"{dev.peak / MIB:.1f} MiB = {dev.peak / bound:.2f}x the lower bound")  # fmt: skip
+
+
+def _empty_with_live(
+    empty_cache: Any, state: CacheState, dev: _Device, live: list[int], want: int, label: str
+) -> None:
+    """empty_cache with blocks still live: only wholly free segments go back to the device."""
+    released = plain(empty_cache(state), what="empty_cache", case=label)
+    lost = [a for a in live if not any(s <= a < s + n for s, n in dev.live.items())]
+    assert_true(
+        not lost,
+        f"[{label}] empty_cache with {len(live)} blocks still live gave back the segment of the "
+        f"live block at {lost[0] if lost else 0}: release only segments that are one whole free "
+        "block (addr == segment and no other block of that segment in the pool).",
+    )
+    assert_true(
+        released == want and state.reserved == dev.reserved,
+        f"[{label}] empty_cache with {len(live)} blocks still live released {released!r} B "
+        f"(reserved now {state.reserved} B, the device says {dev.reserved} B); the wholly free "
+        f"segments hold {want} B. Release every one of them and subtract it from reserved.",
+    )
+
+
+def _peak_across_empty_cache(malloc: Any, free: Any, empty_cache: Any) -> None:
+    """12 MiB and 100 B, free the 12 MiB, empty_cache, then 10 MiB: the 14 MiB peak stays."""
+    label = "12 MiB + 100 B, free 12 MiB, empty_cache, 10 MiB"
+    dev = _Device()
+    state = CacheState(dev)
+    big = plain(malloc(state, 12 * MIB), what="address", case=label)
+    malloc(state, 100)
+    free(state, big)
+    empty_cache(state)
+    malloc(state, 10 * MIB)
+    got = plain([state.reserved, state.peak_reserved, state.device_allocs], what="counters",
+                case=label)  # fmt: skip
+    want = [dev.reserved, dev.peak, dev.mallocs]
+    assert_true(
+        got == want,
+        f"[{label}] state (reserved, peak_reserved, device_allocs) = {tuple(got)}, the device "
+        f"says {tuple(want)}. peak_reserved is the highest reserved ever: keep the max, "
+        "reserved went down when empty_cache released the 12 MiB segment.",
+    )
 
 
 def _live(trace: Trace) -> list[int]:

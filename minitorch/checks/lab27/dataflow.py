@@ -28,6 +28,7 @@ BLOCKS = (
     f"{_S}:tiled_gemm",
     f"{_S}:ws_cycles",
     f"{_S}:os_cycles",
+    f"{__name__}:_wave",
 )
 
 _SKEW = (
@@ -44,6 +45,11 @@ _SMALL = (
     "Fill and drain cross the whole array, not only the used PEs: a partial sum goes through "
     "all R rows and the last column is C - 1 PEs away (use rows and cols, not K and N)."
 )
+_WORK_WS = (
+    "PE (k, n) multiplies every A[m, k] that passes it by its weight B[k, n], and the input "
+    "column gets 0 when no row of A enters (other PEs hold weight 0)."
+)
+_WORK_OS = "PE (m, n) multiplies A[m, k] by B[k, n] for every k; the edges get 0 outside A and B."
 _OS_DRAIN = "Count the drain: the accumulators shift out of the array, one row per cycle (R)."
 _OS_FILL = "The last MAC is at cycle (M-1)+(N-1)+(K-1) of a full array: K + R + C - 2 cycles."
 
@@ -56,13 +62,17 @@ class _Mac:
     mark: float = 0.0
     calls: int = 0
     bad: list[tuple[int, ...]] = field(default_factory=list)
+    work: np.ndarray | None = None  # the products each PE computed, summed over cycles
 
     def __call__(self, x: np.ndarray, y: np.ndarray, acc: np.ndarray) -> np.ndarray:
         x, y, acc = np.asarray(x), np.asarray(y), np.asarray(acc)
         self.calls += 1
         if not x.shape == y.shape == acc.shape == self.shape:
             self.bad.append(x.shape)
-        return acc + x * y + self.mark
+        product = x * y
+        if product.shape == self.shape:
+            self.work = product if self.work is None else self.work + product
+        return acc + product + self.mark
 
 
 _NAMED = [  # (label, M, K, N, R, C)
@@ -85,7 +95,7 @@ def _run(
 ) -> tuple[np.ndarray, np.ndarray, _Mac]:
     mac = _Mac(dims, mark)
     got = plain(student(a.copy(), b.copy(), *dims, mac))
-    if not (isinstance(got, tuple) and len(got) == 2):
+    if not (isinstance(got, tuple | list) and len(got) == 2):
         raise CheckFailure("Return the pair (C, busy): the product and the busy PEs per cycle.")
     return np.asarray(got[0]), np.asarray(got[1]), mac
 
@@ -128,6 +138,18 @@ def _one(student: Callable[..., object], case: str, shape: tuple[int, ...], ws: 
         f"{head}: mac was called {mac.calls} times (operand shapes {mac.bad[:1] or 'ok'}); "
         f"expected once per {'streaming' if ws else 'compute'} cycle ({compute}), on all "
         f"{rows}x{cols} PEs at once.",
+    )
+    work = np.zeros((rows, cols))
+    if ws:  # PE (k, n) multiplies every A[m, k] by its weight B[k, n]
+        work[:k, :n] = a.sum(axis=0)[:, None] * b
+    else:  # PE (m, n) accumulates A[m, k] B[k, n] over k
+        work[:m, :n] = want
+    got_work = np.zeros((rows, cols)) if mac.work is None else mac.work
+    assert_true(
+        np.array_equal(got_work, work),
+        f"{head}: the products the PEs computed (summed over the cycles, PE by PE) are not "
+        f"the dataflow's: {_WORK_WS if ws else _WORK_OS} C must come out of the PEs' own "
+        "arithmetic.",
     )
     c2, _, _ = _run(student, a, b, (rows, cols), 1.0)
     extra = rows if ws else compute

@@ -82,7 +82,16 @@ def _msg(what: str) -> Callable[[Case, object, object, str], str]:
     return lambda c, got, want, hint: f"[{c.label}] {what} = {got!r}, expected {want!r}. {hint}"
 
 
-@grader("27.3", blocks=(f"{_S}:gemm_cycles", f"{_S}:utilisation", f"{_S}:cube_cycles"))
+@grader(
+    "27.3",
+    blocks=(
+        f"{_S}:gemm_cycles",
+        f"{_S}:utilisation",
+        f"{_S}:cube_cycles",
+        f"{__name__}:_ws",
+        f"{__name__}:_cube",
+    ),
+)
 def check_mapped_cycles(
     mapped_cycles: Callable[..., object], cube_cycles: Callable[..., object]
 ) -> str:
@@ -138,7 +147,11 @@ def _one_tiles(student: Callable[..., object], case: str, m: int, k: int, n: int
     assert_true(
         isinstance(got, (tuple, list))
         and len(got) == 3
-        and all(isinstance(t, (int, np.integer)) and 1 <= t for t in got),
+        and all(
+            (isinstance(t, (int, np.integer)) or (isinstance(t, float) and t.is_integer()))
+            and 1 <= t
+            for t in got
+        ),
         f"[{case}] return three positive ints (tm, tk, tn), got {got!r}.",
     )
     tm, tk, tn = (min(int(t), d) for t, d in zip(got, (m, k, n), strict=True))
@@ -160,7 +173,16 @@ def _one_tiles(student: Callable[..., object], case: str, m: int, k: int, n: int
     return intensity
 
 
-@grader("27.4", blocks=(f"{_M}:map_gemm", f"{_M}:sram_footprint", f"{_M}:hbm_bytes"))
+@grader(
+    "27.4",
+    blocks=(
+        f"{_M}:map_gemm",
+        f"{_M}:sram_footprint",
+        f"{_M}:hbm_bytes",
+        f"{__name__}:_footprint",
+        f"{__name__}:_traffic",
+    ),
+)
 def check_choose_tiles(choose_tiles: Callable[..., object]) -> str:
     """Exercise 27.4: choose_tiles(M, K, N, sram_bytes, ridge) -> (tm, tk, tn), compute-bound."""
     new = fresh_rng("27.4")
