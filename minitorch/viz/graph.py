@@ -28,8 +28,9 @@ def plot_graph(graph: Graph, title: str = "", max_width: int = 4) -> Figure:
     """Draw every node as a box ``op`` / ``shape``; arrows from operands to users.
 
     Layers are ordered by the mean position of each node's operands (fewer crossings);
-    constants are drawn grey, just above and right of their first user. ``max_width`` is the
-    most boxes in one row before a layer wraps.
+    constants are drawn grey, just above and right of their first user; an edge that skips
+    layers bows outwards, away from the middle. ``max_width`` is the most boxes in one row
+    before a layer wraps.
     """
     depth = _depths(graph)
     rows: dict[int, list[str]] = {}
@@ -54,29 +55,14 @@ def plot_graph(graph: Graph, title: str = "", max_width: int = 4) -> Figure:
             pos[n.name] = (min(ux + 0.16, 0.97), uy + 0.5)
     height = max(2.5, 0.5 * y + 0.6)
     fig, ax = plt.subplots(figsize=(8.5, height))
-    for n in graph.nodes:
-        for i in n.inputs:
-            (x0, y0), (x1, y1) = pos[i], pos[n.name]
-            ax.annotate(
-                "",
-                (x1, y1 + 0.2),
-                (x0, y0 - 0.2),
-                zorder=1,
-                arrowprops={
-                    "arrowstyle": "-|>",
-                    "color": "#888888",
-                    "lw": 0.8,
-                    "shrinkB": 0,
-                    "connectionstyle": f"arc3,rad={0.3 if y0 - y1 > 2.5 else 0.0}",
-                },
-            )
+    boxes = {}
     for n in graph.nodes:
         x, yy = pos[n.name]
         shape = "x".join(str(s) for s in n.shape) or "scalar"
         label = f"{n.name}: {n.op}" if n.op in ("placeholder", "constant") else n.op
         if n.op == "constant":
             label = f"{n.name} (const)"
-        ax.text(
+        boxes[n.name] = ax.text(
             x,
             yy,
             f"{label}\n{shape}",
@@ -86,6 +72,27 @@ def plot_graph(graph: Graph, title: str = "", max_width: int = 4) -> Figure:
             zorder=3,
             bbox={"boxstyle": "round,pad=0.3", "fc": _COLORS.get(n.op, "#d3f9d8"), "ec": "#555555"},
         )
+    fig.canvas.draw()  # lay the boxes out, so each arrow can stop at its boxes' edges
+    for n in graph.nodes:
+        for i in n.inputs:
+            (x0, y0), (x1, y1) = pos[i], pos[n.name]
+            bend = 0.3 if x0 + x1 <= 1.0 else -0.3  # a long edge bows away from the middle
+            ax.annotate(
+                "",
+                (x1, y1),
+                (x0, y0),
+                zorder=2,
+                arrowprops={
+                    "arrowstyle": "-|>",
+                    "color": "#888888",
+                    "lw": 0.8,
+                    "patchA": boxes[i].get_bbox_patch(),
+                    "patchB": boxes[n.name].get_bbox_patch(),
+                    "shrinkA": 1,
+                    "shrinkB": 1,
+                    "connectionstyle": f"arc3,rad={bend if y0 - y1 > 2.5 else 0.0}",
+                },
+            )
     outs = ", ".join(graph.outputs)
     ax.set_title(title or f"{len(graph.nodes)} nodes; output {outs}", fontsize=11)
     ax.set_xlim(-0.05, 1.05)

@@ -288,7 +288,102 @@ def test_correct_answers_pass(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.count("passed") == 5
 
 
+# --------------------------------------------------------------------------- other correct answers
+def _infer_shape_lists(op: str, shapes: list[tuple[int, ...]], attrs: dict) -> list[int]:
+    """Lists instead of tuples, zip over left-padded shapes, math.prod for reshape."""
+    import math
+
+    if op in ("add", "sub", "mul", "div", "pow"):
+        a, b = shapes
+        width = max(len(a), len(b))
+        a, b = (1,) * (width - len(a)) + tuple(a), (1,) * (width - len(b)) + tuple(b)
+        if any(x != y and 1 not in (x, y) for x, y in zip(a, b, strict=True)):
+            raise ValueError(f"{a} and {b} do not broadcast")
+        return [max(x, y) if 1 in (x, y) else x for x, y in zip(a, b, strict=True)]
+    if op == "matmul":
+        a, b = shapes
+        if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+            raise ValueError("inner sizes differ")
+        return [*_infer_shape_lists("add", [a[:-2], b[:-2]], {}), a[-2], b[-1]]
+    if op in ("sum", "mean", "max"):
+        axes = set(attrs["axes"])
+        keep = attrs["keepdims"]
+        return [1 if i in axes else n for i, n in enumerate(shapes[0]) if keep or i not in axes]
+    if op == "reshape":
+        if math.prod(attrs["shape"]) != math.prod(shapes[0]) or min(attrs["shape"]) < 0:
+            raise ValueError("the element count changes")
+        return list(attrs["shape"])
+    return list(infer_shape(op, shapes, attrs))
+
+
+def _fx_with_counters(graph: Graph, fx_nodes: list[tuple[str, str]]) -> tuple[dict, dict]:
+    from collections import Counter, defaultdict
+
+    ours = Counter(n.op for n in graph.nodes if n.op not in ("placeholder", "constant"))
+    theirs: defaultdict[str, int] = defaultdict(int)
+    for opcode, target in fx_nodes:
+        if opcode in ("call_function", "call_method"):
+            theirs[{"truediv": "div", "amax": "max"}.get(target, target)] += 1
+    return ours, theirs  # type: ignore[return-value]
+
+
+def _run_with_other_idioms(graph: Graph, *inputs: np.ndarray) -> list[np.ndarray]:
+    """np.mean with the input's dtype, np.where for relu, np.power, np.negative; every other
+    op through ``run`` on a one-node graph."""
+    env, feed = {}, iter(inputs)
+    for n in graph.nodes:
+        a, at = [env[i] for i in n.inputs], dict(n.attrs)
+        if n.op == "placeholder":
+            env[n.name] = np.asarray(next(feed))
+        elif n.op == "mean":
+            env[n.name] = np.asarray(
+                np.mean(a[0], axis=at["axes"], keepdims=at["keepdims"], dtype=a[0].dtype)
+            )
+        elif n.op == "relu":
+            env[n.name] = np.where(a[0] > 0, a[0], 0)
+        elif n.op == "pow":
+            env[n.name] = np.power(a[0], a[1])
+        elif n.op == "neg":
+            env[n.name] = np.negative(a[0])
+        else:
+            args = [
+                Node(f"_{k}", "constant", (), (), v.shape, str(v.dtype), v) for k, v in enumerate(a)
+            ]
+            one = Node(
+                n.name, n.op, tuple(m.name for m in args), n.attrs, n.shape, n.dtype, n.value
+            )
+            env[n.name] = run(Graph([*args, one], (n.name,)))[0]
+    return [env[o] for o in graph.outputs]
+
+
+def test_other_correct_answers_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    lab13.check_infer_shape(_infer_shape_lists)
+    lab13.check_compare_fx(_fx_with_counters)
+    lab13.check_compare_fx(lambda g, nodes: list(compare_with_fx(g, nodes)))
+    lab13.check_run(_run_with_other_idioms)
+
+    def lift_by_data(self, x, dtype):  # constants keyed by the Tensor's array, numbers as scalars
+        if isinstance(x, MyProxy):
+            return x.name
+        if isinstance(x, Tensor):
+            key = id(x.data)
+            if key not in self.constants:
+                self.constants[key] = self.graph.constant(x.data, name=f"w{len(self.constants)}")
+            return self.constants[key]
+        return self.graph.constant(np.float32(x))
+
+    monkeypatch.setattr(MyTracer, "lift", lift_by_data)
+    lab13.check_trace(trace)
+
+
 # --------------------------------------------------------------------------- 13.1 verifier
+def test_verify_without_the_ssa_rule_is_rejected() -> None:
+    def no_ssa(graph: Graph) -> list[str]:
+        return [p for p in verify(graph) if "twice" not in p]
+
+    rejects(lab13.check_verify, no_ssa, match="defined exactly once")
+
+
 def verify_any_order(graph: Graph) -> list[str]:
     names = {n.name for n in graph.nodes}  # the mistake: a use anywhere counts as defined
     problems = [f"%{i}" for n in graph.nodes for i in n.inputs if i not in names]
@@ -364,6 +459,16 @@ def test_infer_shape_with_numpy_broadcast_is_rejected() -> None:
     rejects(lab13.check_infer_shape, lazy, match="broadcast_shapes", error=ForbiddenCallError)
 
 
+def test_infer_shape_running_the_op_on_arrays_is_rejected() -> None:
+    def probe(op: str, shapes: list[tuple[int, ...]], attrs: dict) -> tuple[int, ...]:
+        a, *b = [np.ndarray(s, np.float32) for s in shapes]  # np.empty/zeros are forbidden
+        if op in ("add", "sub", "mul", "div", "pow"):
+            return (a + b[0]).shape
+        return infer_shape(op, shapes, attrs)
+
+    rejects(lab13.check_infer_shape, probe, match="too many to allocate")
+
+
 def test_infer_shape_calling_the_reference_is_rejected() -> None:
     rejects(
         lab13.check_infer_shape,
@@ -387,6 +492,28 @@ def test_trace_with_a_constant_per_use_is_rejected(monkeypatch: pytest.MonkeyPat
 def test_trace_swapping_operands_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(MyProxy, "__rsub__", lambda self, o: self.tracer.emit("sub", self, o))
     rejects(lab13.check_trace, trace, match="operand order")
+
+
+def test_trace_with_list_attributes_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    emit = MyTracer.emit
+
+    def listy(self, op, *args, **attrs):
+        return emit(
+            self, op, *args, **{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
+        )
+
+    monkeypatch.setattr(MyTracer, "emit", listy)
+    rejects(lab13.check_trace, trace, match="hashable")
+
+
+def test_trace_with_float64_numbers_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    lift = MyTracer.lift
+
+    def wide(self, x, dtype):  # the mistake: np.asarray(0.5) is float64
+        return lift(self, x, dtype) if isinstance(x, (MyProxy, Tensor)) else lift(self, x, None)
+
+    monkeypatch.setattr(MyTracer, "lift", wide)
+    rejects(lab13.check_trace, trace, match="other dtypes")
 
 
 def test_trace_calling_the_reference_is_rejected() -> None:
@@ -436,6 +563,40 @@ def test_run_with_float64_constants_is_rejected() -> None:
     rejects(lab13.check_run, upcast, match="dtype")
 
 
+def test_run_with_einsum_or_a_reciprocal_is_rejected() -> None:
+    def reciprocal(graph: Graph, *inputs: np.ndarray) -> list[np.ndarray]:
+        g = Graph()
+        for n in graph.nodes:
+            if n.op == "div":  # the mistake: a * (1 / b) rounds twice
+                one = g.constant(np.asarray(1.0, n.dtype))
+                inv = g.op("div", [one, n.inputs[1]])
+                g.op("mul", [n.inputs[0], inv], name=n.name)
+            else:
+                g.nodes.append(n)
+        g.outputs = graph.outputs
+        return run(g, *inputs)
+
+    rejects(lab13.check_run, reciprocal, match="same numpy call")
+
+
+def test_run_with_a_float64_mean_is_rejected() -> None:
+    def mean64(graph: Graph, *inputs: np.ndarray) -> list[np.ndarray]:
+        env = dict(zip([n.name for n in graph.nodes if n.op == "placeholder"], inputs, strict=True))
+        for n in graph.nodes:
+            if n.op == "mean":  # the mistake: sum / count, never cast back
+                (x,) = [env[i] for i in n.inputs]
+                at = dict(n.attrs)
+                count = np.prod([x.shape[i] for i in at["axes"]])
+                return [x.sum(axis=at["axes"], keepdims=at["keepdims"]) / count]
+            if n.op != "placeholder":
+                env[n.name] = run(
+                    Graph(graph.nodes[: graph.nodes.index(n) + 1], (n.name,)), *inputs
+                )[0]
+        return run(graph, *inputs)
+
+    rejects(lab13.check_run, mean64, match="cast back")
+
+
 def test_run_calling_eager_ops_is_rejected() -> None:
     def eager(graph: Graph, *inputs: np.ndarray) -> list[np.ndarray]:
         Tensor(inputs[0]).exp()
@@ -475,6 +636,14 @@ def test_fx_without_renaming_is_rejected() -> None:
         return ours, theirs
 
     rejects(lab13.check_compare_fx, raw, match="truediv")
+
+
+def test_fx_copying_our_counts_for_theirs_is_rejected() -> None:
+    def ours_twice(graph, fx_nodes):
+        ours, _ = compare_with_fx(graph, fx_nodes)
+        return ours, dict(ours)
+
+    rejects(lab13.check_compare_fx, ours_twice, match="Count each graph on its own")
 
 
 def test_fx_calling_the_reference_is_rejected() -> None:

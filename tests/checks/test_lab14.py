@@ -11,7 +11,7 @@ from minitorch.checks import lab14
 from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
 from minitorch.compiler import fusion, interp, memory, passes
 from minitorch.compiler.ir import Graph, Node
-from tests.helpers.graders import rejects
+from tests.helpers.graders import rejects, unblocked_in
 
 pytestmark = pytest.mark.lab14
 
@@ -186,7 +186,106 @@ def test_correct_answers_pass(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.count("passed") == 5
 
 
+# --------------------------------------------------------------------------- other correct answers
+def _dce_depth_first(graph: Graph) -> Graph:
+    """Inputs first, then a post-order from the outputs: another valid topological order."""
+    by_name, order, seen = {n.name: n for n in graph.nodes}, [], set()
+
+    def visit(v: str) -> None:
+        if v not in seen:
+            seen.add(v)
+            for i in by_name[v].inputs:
+                visit(i)
+            order.append(by_name[v])
+
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    seen.update(n.name for n in inputs)
+    for o in graph.outputs:
+        visit(o)
+    return Graph(inputs + order, tuple(graph.outputs))
+
+
+def _cse_keep_last(graph: Graph) -> Graph:
+    """Keeps the LAST of each set of duplicates, then re-sorts the nodes topologically."""
+    first: dict[str, str] = {}
+    members: dict[str, list[str]] = {}
+    seen: dict[object, str] = {}
+    for n in graph.nodes:
+        ins = tuple(first.get(i, i) for i in n.inputs)
+        value = None if n.value is None else (n.value.dtype.str, n.value.shape, n.value.tobytes())
+        key = (n.name,) if n.op == "placeholder" else (n.op, n.attrs, ins, value)
+        first[n.name] = seen.setdefault(key, n.name)
+        members.setdefault(first[n.name], []).append(n.name)
+    keep = {f: names[-1] for f, names in members.items()}
+    canon = {v: keep[f] for v, f in first.items()}
+    by_name = {
+        canon[n.name]: replace(n, inputs=tuple(canon[i] for i in n.inputs))
+        for n in graph.nodes
+        if canon[n.name] == n.name
+    }
+    order: list[Node] = []
+
+    def visit(v: str) -> None:
+        if all(m.name != v for m in order):
+            for i in by_name[v].inputs:
+                visit(i)
+            order.append(by_name[v])
+
+    for n in graph.nodes:
+        visit(canon[n.name])
+    return Graph(order, tuple(canon[o] for o in graph.outputs))
+
+
+def _cse_commutative(graph: Graph) -> Graph:
+    """Also merges x + y with y + x (exact in IEEE arithmetic), then sweeps dead code."""
+    seen, rename, nodes = {}, {}, []
+    for n in graph.nodes:
+        n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+        if n.op == "placeholder":
+            nodes.append(n)
+            continue
+        value = None if n.value is None else (n.value.dtype.str, n.value.shape, n.value.tobytes())
+        ins = tuple(sorted(n.inputs)) if n.op in ("add", "mul") else n.inputs
+        key = (n.op, n.attrs, ins, value)
+        if key in seen:
+            rename[n.name] = seen[key]
+            continue
+        seen[key] = n.name
+        nodes.append(n)
+    return dce(Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs)))
+
+
+def test_other_correct_answers_pass() -> None:
+    lab14.check_dce(_dce_depth_first)
+    lab14.check_cse(_cse_keep_last)
+    lab14.check_cse(_cse_commutative)
+    lab14.check_cse(lambda g: dce(cse(g)))
+    lab14.check_memory_plan(
+        lambda g: {v: [np.int64(a), np.int64(b)] for v, (a, b) in liveness(g).items()},
+        lambda iv, sz: {v: np.int64(o) for v, o in plan(iv, sz).items()},
+    )
+
+
+def test_the_reference_passes_its_own_graders() -> None:
+    ref = unblocked_in("minitorch.compiler")
+    dce_, cse_ = ref(passes.dce), ref(passes.cse)
+    fold_, simplify_ = ref(passes.fold_constants), ref(passes.simplify)
+    lab14.check_dce(lambda g: dce_(g)[0])
+    lab14.check_cse(lambda g: cse_(g)[0])
+    lab14.check_fold_and_simplify(lambda g: fold_(g)[0], lambda g: simplify_(g)[0])
+    source = ref(fusion.kernel_source)
+    lab14.check_kernel_source(lambda g, names: source(g, names)[0])
+
+
 # --------------------------------------------------------------------------- 14.1 DCE
+def test_dce_modifying_its_input_is_rejected() -> None:
+    def in_place(graph: Graph) -> Graph:
+        graph.nodes[:] = dce(graph).nodes
+        return graph
+
+    rejects(lab14.check_dce, in_place, match="changed the graph it was given")
+
+
 def test_dce_removing_only_unused_nodes_once_is_rejected() -> None:
     def once(graph: Graph) -> Graph:
         used = {i for n in graph.nodes for i in n.inputs} | set(graph.outputs)
@@ -207,6 +306,17 @@ def test_dce_removing_an_op_with_a_used_output_is_rejected() -> None:
         )
 
     rejects(lab14.check_dce, shallow, match="still used")
+
+
+def test_dce_keeping_dead_constants_is_rejected() -> None:
+    def ops_only(graph: Graph) -> Graph:
+        kept = dce(graph)
+        names = {n.name for n in kept.nodes}
+        return Graph(
+            [n for n in graph.nodes if n.name in names or n.op == "constant"], graph.outputs
+        )
+
+    rejects(lab14.check_dce, ops_only, match="constant that no live node reads")
 
 
 def test_dce_calling_the_reference_is_rejected() -> None:
@@ -248,6 +358,63 @@ def test_cse_without_renaming_first_is_rejected() -> None:
         return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs))
 
     rejects(lab14.check_cse, stale, match="Duplicates are left")
+
+
+def test_cse_forgetting_to_rename_the_outputs_is_rejected() -> None:
+    def stale_outputs(graph: Graph) -> Graph:
+        return Graph(cse(graph).nodes, graph.outputs)
+
+    rejects(lab14.check_cse, stale_outputs, match="rename the graph's outputs")
+
+
+def test_cse_merging_placeholders_is_rejected() -> None:
+    def inputs_too(graph: Graph) -> Graph:
+        seen, rename, nodes = {}, {}, []
+        for n in graph.nodes:
+            n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+            value = None if n.value is None else n.value.tobytes()
+            key = (n.op, n.attrs, n.inputs, n.shape, value)  # two (3, 4) inputs look equal
+            if key in seen:
+                rename[n.name] = seen[key]
+                continue
+            seen[key] = n.name
+            nodes.append(n)
+        return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs))
+
+    rejects(lab14.check_cse, inputs_too, match="Two placeholders are two different inputs")
+
+
+def test_cse_sorting_the_inputs_of_every_op_is_rejected() -> None:
+    def sorted_inputs(graph: Graph) -> Graph:
+        seen, rename, nodes = {}, {}, []
+        for n in graph.nodes:
+            n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+            value = None if n.value is None else n.value.tobytes()
+            key = (n.op, n.attrs, tuple(sorted(n.inputs)), value)  # the mistake: sub too
+            if n.op != "placeholder" and key in seen:
+                rename[n.name] = seen[key]
+                continue
+            seen[key] = n.name
+            nodes.append(n)
+        return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs))
+
+    rejects(lab14.check_cse, sorted_inputs, match="x - y and y - x are different values")
+
+
+def test_cse_calling_the_reference_key_is_rejected() -> None:
+    def borrowed(graph: Graph) -> Graph:
+        seen, rename, nodes = {}, {}, []
+        for n in graph.nodes:
+            n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+            key = passes._key(n)
+            if key is not None and key in seen:
+                rename[n.name] = seen[key]
+                continue
+            seen[key] = n.name
+            nodes.append(n)
+        return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs))
+
+    rejects(lab14.check_cse, borrowed, match="reference", error=ReferenceCalledError)
 
 
 def test_cse_calling_the_reference_is_rejected() -> None:
@@ -305,7 +472,37 @@ def test_fold_and_simplify_calling_the_reference_is_rejected() -> None:
     )
 
 
+def test_simplify_calling_the_reference_identity_finder_is_rejected() -> None:
+    def borrowed(graph: Graph) -> Graph:
+        for n in list(graph.nodes):
+            target = passes._identity_of(graph, graph.node(n.name))
+            if target is not None:
+                graph = redirect(graph, n.name, target)
+        return graph
+
+    rejects(
+        lab14.check_fold_and_simplify,
+        fold_constants,
+        borrowed,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
 # --------------------------------------------------------------------------- 14.4 fused kernels
+def test_kernel_reusing_a_live_temporary_is_rejected() -> None:
+    def eager_out(graph: Graph, names: list[str]) -> str:
+        lines = kernel_source(graph, names).split("\n")
+        for k in range(2, len(lines) - 1):  # out= into the previous temporary, dead or not
+            line = lines[k]
+            same = graph.node(names[k - 1]).shape == graph.node(names[k - 2]).shape
+            if same and line.startswith("    t") and "= np." in line and "maximum" not in line:
+                lines[k] = line[:-1] + f", out=t{k - 2})"
+        return "\n".join(lines)
+
+    rejects(lab14.check_kernel_source, eager_out, match="must be dead")
+
+
 def test_kernel_with_a_textbook_sigmoid_is_rejected() -> None:
     def textbook(graph: Graph, names: list[str]) -> str:
         src = kernel_source(graph, names)

@@ -48,6 +48,16 @@ def read_graph(got: Any, case: str) -> Graph:
             (_str(k, "an attribute name", case), plain(v, what=f"attribute {k}", case=case))
             for k, v in tuple(n.attrs)
         )
+        for k, v in attrs:
+            try:
+                hash(v)
+            except TypeError:
+                assert_true(
+                    False,
+                    f"[{case}] %{n.name}: attribute {k}={v!r} is a {type(v).__name__}; "
+                    "attribute values must be hashable (a tuple, not a list), so that equal "
+                    "nodes compare and hash equal",
+                )
         value = None if n.value is None else plain(np.asarray(n.value), case=case)
         shape = tuple(int(s) for s in plain(tuple(n.shape), what="a shape", case=case))
         inputs = tuple(_str(i, "an input name", case) for i in tuple(n.inputs))

@@ -46,6 +46,12 @@ _DTYPE = (
 )
 
 
+_SAME_CALLS = (
+    "Each kernel must make the same numpy call as the eager op, on the same operands in the "
+    "same order (a @ b for matmul, a / b for div: not a * (1 / b), not np.einsum)."
+)
+
+
 def _case(
     student: Callable[..., Any], label: str, fn: Callable[..., Any], x: np.ndarray, hint: str
 ) -> int:
@@ -58,15 +64,26 @@ def _case(
     )
     out = np.asarray(got[0])
     assert_true(
-        out.dtype == want.dtype, f"[{label}] dtype {out.dtype}, eager gives {want.dtype}. {_DTYPE}"
+        out.shape == want.shape,
+        f"[{label}] shape {out.shape}, eager gives {want.shape}. {hint or _SAME_CALLS}",
     )
-    assert_bits_equal(out, want, case=label, what="outputs", hint=hint)
+    assert_true(
+        out.dtype == want.dtype,
+        f"[{label}] dtype {out.dtype}, eager gives {want.dtype}. "
+        + (hint if "dtype" in hint else _DTYPE),
+    )
+    assert_bits_equal(out, want, case=label, what="outputs", hint=hint or _SAME_CALLS)
     return int(want.size)
 
 
 @grader(
     "13.4",
-    blocks=("minitorch.compiler.interp:run", "minitorch.compiler.interp:evaluate"),
+    blocks=(
+        "minitorch.compiler.interp:run",
+        "minitorch.compiler.interp:evaluate",
+        "minitorch.compiler.fusion:kernel_source",
+        "minitorch.compiler.fusion:compile_kernel",
+    ),
     forbid=("torch", "minitorch.autograd"),
 )
 def check_run(run: Callable[..., Any]) -> str:

@@ -28,6 +28,11 @@ _FORBID = (
     "numpy:zeros",
     "numpy:ones",
     "numpy:full",
+    "numpy:empty_like",
+    "numpy:zeros_like",
+    "numpy:ones_like",
+    "numpy:full_like",
+    "numpy.lib.stride_tricks:as_strided",
 )
 _LEFT = (
     "Broadcasting aligns shapes on the *right*: pad the shorter shape with 1s on the left, then "
@@ -38,6 +43,12 @@ _ONE = (
 )
 _MATMUL = "matmul: (..., n, k) @ (..., k, m) -> (..., n, m), the batch axes broadcast."
 _REDUCE = "A reduction drops the axes in attrs['axes'], or keeps them as size 1 when keepdims."
+
+
+_HUGE = (
+    "These shapes hold about 2**52 elements, far too many to allocate: compute the shape from "
+    "the rule (plain integers), never by making arrays and running the op on them."
+)
 
 
 def _torch(op: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any]) -> tuple[int, ...] | None:
@@ -120,15 +131,43 @@ def _random(gen: np.random.Generator) -> tuple[str, list[tuple[int, ...]], dict[
     return "sum", [base], {"axes": axes, "keepdims": bool(gen.random() < 0.5)}
 
 
+def _huge(gen: np.random.Generator) -> tuple[str, list[tuple[int, ...]], dict[str, Any], int]:
+    """A random case of ``_random`` and one factor for every size above 1, chosen so the
+    largest operand has about 2**52 elements. The rule commutes with the scaling (equal sizes
+    stay equal, unequal ones unequal, 1s stay 1, every output size is an input size), so
+    torch's answer on the small shapes, scaled, is the answer on the large ones."""
+    op, shapes, attrs = _random(gen)
+    if not any(n > 1 for s in shapes for n in s):  # all ones: make one axis large
+        shapes = [(2, *shapes[0][1:]), *shapes[1:]]
+    most = max(int(np.prod([n for n in s if n > 1], dtype=np.int64)) for s in shapes)
+    count = max(sum(n > 1 for n in s) for s in shapes)
+    return op, shapes, attrs, max(2, int((2.0**52 / most) ** (1 / count)))
+
+
+def _scaled(shape: tuple[int, ...], scale: int) -> tuple[int, ...]:
+    return tuple(n * scale if n > 1 else 1 for n in shape)
+
+
 def _one(
-    student: Callable[..., Any], op: str, shapes: list, attrs: dict, case: str, hint: str
+    student: Callable[..., Any],
+    op: str,
+    shapes: list,
+    attrs: dict,
+    case: str,
+    hint: str,
+    scale: int = 1,
 ) -> bool:
     want = _torch(op, shapes, attrs)
+    if scale > 1:
+        want = None if want is None else _scaled(want, scale)
+        shapes = [_scaled(s, scale) for s in shapes]
     try:
         got = plain(
             student(op, [tuple(s) for s in shapes], dict(attrs)), what="the shape", case=case
         )
     except StudentError as exc:
+        if isinstance(exc.__cause__, MemoryError):
+            raise CheckFailure(f"[{case}] {op}{tuple(shapes)}: MemoryError. {hint}") from None
         if not isinstance(exc.__cause__, ValueError):
             raise
         if want is None:
@@ -169,7 +208,11 @@ def check_infer_shape(infer_shape: Callable[..., Any]) -> str:
             infer_shape, op, shapes, attrs, fresh(f"random case {i}"), _LEFT if op == "add" else ""
         )
         legal, illegal = legal + ok, illegal + (not ok)
+    for i in range(6):
+        op, shapes, attrs, scale = _huge(gen)
+        ok = _one(infer_shape, op, shapes, attrs, fresh(f"large case {i}"), _HUGE, scale)
+        legal, illegal = legal + ok, illegal + (not ok)
     return (
         f"{legal} legal ops give torch's shape, {illegal} illegal ones raise ValueError "
-        "(30 fresh cases)"
+        "(36 fresh cases, 6 of them too large to allocate)"
     )

@@ -37,6 +37,13 @@ _ORDER = (
 )
 
 
+_DTYPE = (
+    "Same ops, other dtypes: a Python number becomes a 0-d constant in the proxy operand's dtype "
+    "(np.asarray(x, dtype)), and a node's dtype is its proxy operand's: a float64 constant would "
+    "promote the result."
+)
+
+
 def _f32(x: float) -> np.ndarray:
     return np.asarray(x, np.float32)
 
@@ -96,6 +103,9 @@ def _hint(got: Graph, want: Graph) -> str:
     if count(got, "constant") > count(want, "constant"):
         return _REUSE
     ops = lambda g: Counter(n.op for n in g.nodes)  # noqa: E731
+    typed = lambda g: Counter((n.op, n.dtype) for n in g.nodes)  # noqa: E731
+    if ops(got) == ops(want) and typed(got) != typed(want):
+        return _DTYPE
     if ops(got) == ops(want):
         return _ORDER
     return f"Expected:\n{want}\nGot:\n{got}"
@@ -106,7 +116,12 @@ def _one(
 ) -> int:
     got = read_graph(student(fn, [x.copy()]), label)
     problems = verify(got)
-    assert_true(not problems, f"[{label}] your graph is not well formed: {problems[:3]}")
+    dtypes = any("float64" in p for p in problems)
+    assert_true(
+        not problems,
+        f"[{label}] your graph is not well formed: {problems[:3]}"
+        + (f" {_DTYPE}" if dtypes else ""),
+    )
     assert_true(
         same_structure(got, want),
         f"[{label}] the graph differs from the expected one. {_hint(got, want)}",

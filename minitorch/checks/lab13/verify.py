@@ -48,9 +48,9 @@ def _defects(g: Graph) -> list[tuple[str, Graph, str]]:
     i = _index(bad, "add")
     bad.nodes[i] = replace(bad.nodes[i], inputs=(bad.nodes[i].inputs[0], "ghost"))
     out.append(("an input never defined", bad, "Every input name must be defined by some node."))
-    bad = _copy(g)
+    bad = _copy(g)  # the first matmul defined again right below itself: nothing else is wrong
     i = _index(bad, "matmul")
-    bad.nodes[i + 1] = replace(bad.nodes[i + 1], name=bad.nodes[i].name)
+    bad.nodes.insert(i + 1, bad.nodes[i])
     out.append(("a value defined twice", bad, "SSA: each name is defined exactly once."))
     bad = _copy(g)
     bad.outputs = ("nowhere",)
@@ -96,7 +96,7 @@ def _extra_defects() -> list[tuple[str, Graph, str]]:
 
 
 def _run(student: Callable[..., object], g: Graph, case: str) -> list[object]:
-    got = plain(student(g), what="the list of problems", case=case)
+    got = plain(student(_copy(g)), what="the list of problems", case=case)
     assert_true(
         isinstance(got, list), f"[{case}] return a list of problems (str), got {type(got).__name__}"
     )

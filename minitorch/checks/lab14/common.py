@@ -5,6 +5,7 @@ by running graphs before and after on random inputs.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -73,8 +74,9 @@ def live_names(graph: Graph) -> set[str]:
     return live | {n.name for n in graph.nodes if n.op == "placeholder"}
 
 
-def value_number(graph: Graph) -> int:
-    """Ground truth of CSE: how many distinct values the graph computes (a plain loop)."""
+def value_number(graph: Graph, commutative: bool = False) -> int:
+    """Ground truth of CSE: how many distinct values the graph computes (a plain loop);
+    ``commutative``: ``add`` and ``mul`` with swapped inputs count as one value."""
     number: dict[str, int] = {}
     table: dict[Any, int] = {}
     for n in graph.nodes:
@@ -84,7 +86,10 @@ def value_number(graph: Graph) -> int:
             value = (
                 None if n.value is None else (n.value.dtype.str, n.value.shape, n.value.tobytes())
             )
-            key = (n.op, n.attrs, tuple(number[i] for i in n.inputs), value)
+            ins = [number[i] for i in n.inputs]
+            if commutative and n.op in ("add", "mul"):
+                ins.sort()
+            key = (n.op, n.attrs, tuple(ins), value)
         number[n.name] = table.setdefault(key, len(table))
     return len(table)
 
@@ -115,8 +120,17 @@ def structural(got: Graph, want: Graph, case: str, hint: str) -> None:
     assert_true(
         not problems, f"[{case}] the result is not a well-formed graph: {problems[:2]}. {hint}"
     )
-    assert_true(
-        same_structure(got, want),
-        f"[{case}] the result differs from the expected graph.\nExpected:\n{want}\n"
-        f"Got:\n{got}\n{hint}",
-    )
+    if same_structure(got, want):
+        return
+    if max(len(got.nodes), len(want.nodes)) <= 16:
+        shown = f"\nExpected:\n{want}\nGot:\n{got}\n"
+    else:  # a fresh random graph: what differs, not two long listings
+        kinds = lambda g: Counter(n.op for n in g.nodes)  # noqa: E731
+        extra, missing = kinds(got) - kinds(want), kinds(want) - kinds(got)
+        shown = (
+            f" Expected {len(want.nodes)} nodes, got {len(got.nodes)}"
+            + (f"; extra: {dict(extra)}" if extra else "")
+            + (f"; missing: {dict(missing)}" if missing else "")
+            + ". "
+        )
+    assert_true(False, f"[{case}] the result differs from the expected graph.{shown}{hint}")

@@ -47,7 +47,8 @@ _ARGS = (
 )
 _BITS = (
     "The fused kernel changed the result: compute each member with the same numpy call, in the "
-    "same order, as the interpreter (sigmoid is 0.5 * (1 + tanh(0.5 x)), relu np.maximum(x, 0))."
+    "same order, as the interpreter (sigmoid is 0.5 * (1 + tanh(0.5 x)), relu np.maximum(x, 0)); "
+    "a temporary reused with out= must be dead (no later member reads it)."
 )
 _INPUTS = (
     "The kernel wrote into one of its inputs (out= on an argument): only temporaries may be reused."

@@ -84,8 +84,14 @@ def check_memory_plan(liveness: Callable[..., Any], plan: Callable[..., Any]) ->
         want = _liveness(g)
         got = plain(liveness(copy.deepcopy(g)), what="the intervals", case=case)
         assert_true(
-            isinstance(got, dict) and set(got) == set(want),
-            f"[{case}] return {{value: (first, last)}} for every op node (not inputs or constants)",
+            isinstance(got, dict),
+            f"[{case}] return a dict {{value: (first, last)}}, got {type(got).__name__}",
+        )
+        assert_true(
+            set(got) == set(want),
+            f"[{case}] return {{value: (first, last)}} for every op node (not inputs or "
+            f"constants): missing {sorted(set(want) - set(got))[:4]}, extra "
+            f"{sorted(map(str, set(got) - set(want)))[:4]}",
         )
         for v, (a, b) in want.items():
             gv = tuple(got[v]) if isinstance(got[v], (tuple, list)) else got[v]
@@ -94,14 +100,26 @@ def check_memory_plan(liveness: Callable[..., Any], plan: Callable[..., Any]) ->
         size = _sizes(g)
         sizes = {v: size[v] for v in want}
         offsets = plain(plan(dict(want), dict(sizes)), what="the offsets", case=case)
+        missing = sorted(set(want) - set(offsets)) if isinstance(offsets, dict) else list(want)
         assert_true(
             isinstance(offsets, dict) and set(offsets) == set(want),
-            f"[{case}] return an offset for every buffer",
+            f"[{case}] return {{value: offset}} with exactly the keys of the intervals "
+            f"(missing: {missing[:4]})",
+        )
+        bad = next(
+            (
+                (v, o)
+                for v, o in offsets.items()
+                if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or o < 0
+            ),
+            None,
         )
         assert_true(
-            all(isinstance(o, int) and o >= 0 for o in offsets.values()),
-            f"[{case}] offsets are non-negative ints",
+            bad is None,
+            f"[{case}] offsets are non-negative ints (bytes); %{bad and bad[0]} got "
+            f"{bad and bad[1]!r}",
         )
+        offsets = {v: int(o) for v, o in offsets.items()}
         names = list(want)
         for i, p in enumerate(names):
             for q in names[i + 1 :]:

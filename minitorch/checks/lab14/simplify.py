@@ -156,7 +156,15 @@ def _one(
     return len(_dead_free(g).nodes) - len(got.nodes)
 
 
-@grader("14.3", blocks=(f"{_P}:fold_constants", f"{_P}:simplify", f"{_P}:PassManager"))
+@grader(
+    "14.3",
+    blocks=(
+        f"{_P}:fold_constants",
+        f"{_P}:simplify",
+        f"{_P}:_identity_of",
+        f"{_P}:PassManager",
+    ),
+)
 def check_fold_and_simplify(
     fold_constants: Callable[..., Any], simplify: Callable[..., Any]
 ) -> str:
