@@ -7,6 +7,7 @@ numpy scalars and arrays. An object that decides its own equality (an ``int`` su
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,10 @@ def _is_numpy_scalar_type(kind: type) -> bool:
     )
 
 
+# Exact stdlib dict types whose equality is a dict's: read as plain dicts (a subclass still fails).
+_STDLIB_DICTS = (collections.Counter, collections.OrderedDict, collections.defaultdict)
+
+
 def plain(x: Any, *, what: str = "result", case: str = "") -> Any:
     """Return ``x`` as plain data: exact builtins, numpy scalars and arrays of numeric dtype.
 
@@ -49,7 +54,7 @@ def plain(x: Any, *, what: str = "result", case: str = "") -> Any:
         return x.copy()
     if kind in (tuple, list):
         return kind(plain(v, what=what, case=case) for v in x)
-    if kind is dict:
+    if kind is dict or kind in _STDLIB_DICTS:  # a Counter or OrderedDict reads as a plain dict
         return {
             plain(k, what=what, case=case): plain(v, what=what, case=case) for k, v in x.items()
         }

@@ -336,3 +336,20 @@ def test_measured_code_may_use_only_the_public_api() -> None:
     for bad, shown in ((private, "._stats"), (via_helper, "setattr"), (aliased, "alias")):
         with pytest.raises(CheckFailure, match=f"uses `{re.escape(shown)}"):
             assert_public_api(bad, what="your kernel", api="ctx")
+
+
+def test_stdlib_dicts_read_as_plain_dicts_and_their_subclasses_fail() -> None:
+    import collections
+
+    from minitorch.checks.core import plain
+
+    assert plain(collections.Counter(a=2)) == {"a": 2}
+    assert type(plain(collections.OrderedDict(a=1))) is dict
+    assert plain(collections.defaultdict(int, {1: 2})) == {1: 2}
+
+    class Sneaky(collections.Counter):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    with pytest.raises(CheckFailure, match="subclass of dict"):
+        plain(Sneaky(a=1))
