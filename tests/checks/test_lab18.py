@@ -149,10 +149,17 @@ def _early_block(table, n, ref, free, bs):
 @pytest.mark.parametrize(
     ("wrong", "match"),
     [
-        (lambda *a: append_slot(*a, cow=False), "written in place"),
-        (lambda *a: append_slot(*a, always=True), "exact copy-on-write needs"),
-        (lambda *a: append_slot(*a, decref=False), "a copy drops one reference"),
+        (lambda t, n, r, f, bs: append_slot(t, n, r, f, bs, cow=False), "written in place"),
+        (
+            lambda t, n, r, f, bs: append_slot(t, n, r, f, bs, always=True),
+            "exact copy-on-write needs",
+        ),
+        (
+            lambda t, n, r, f, bs: append_slot(t, n, r, f, bs, decref=False),
+            "a copy drops one reference",
+        ),
         (_early_block, "exactly when n_tokens % block_size == 0"),
+        (lambda t, *a: append_slot(list(t), *a), "IN PLACE"),  # a copy of the table
     ],
 )
 def test_copy_on_write_rejects_wrong_answers(wrong, match):

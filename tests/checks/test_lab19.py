@@ -32,6 +32,7 @@ def plan_step(
     overtake=False,
     blocks=True,
     over_budget=False,
+    seats_scheduled=False,
 ):
     out, seats = [], max_num_seqs - len(running)
     order = [("w", w) for w in waiting] if waiting_first else []
@@ -49,6 +50,8 @@ def plan_step(
                 budget -= n
             continue
         sid, need, nb = item
+        if seats_scheduled:
+            seats, seats_scheduled = max_num_seqs - len(out), False
         n = min(need, budget) if chunked else need
         if seats <= 0 or n <= 0 or n > budget or (blocks and nb > free):
             if overtake:
@@ -72,10 +75,27 @@ def test_schedule_step_reference_and_solution_pass(capsys):
         (dict(overtake=True), "may not overtake"),
         (dict(blocks=False), "its blocks are free"),
         (dict(over_budget=True), "over the budget"),
+        (dict(seats_scheduled=True), "also one skipped this step"),
     ],
 )
 def test_schedule_step_rejects_wrong_answers(kwargs, match):
     rejects(lab19.check_schedule_step, lambda *a: plan_step(*a, **kwargs), match=match)
+
+
+def plan_step_stops_at_long_prompt(running, waiting, budget, max_num_seqs, free, chunked):
+    """Ends the running loop at the first sequence that does not fit (it should skip it)."""
+    fits = []
+    for sid, need in running:
+        n = min(need, budget - sum(f[1] for f in fits)) if chunked else need
+        if not 0 < n <= budget - sum(f[1] for f in fits):
+            break
+        fits.append((sid, n))
+    rest = budget - sum(n for _, n in fits)
+    return fits + plan_step([], waiting, rest, max_num_seqs - len(running), free, chunked)
+
+
+def test_schedule_step_rejects_stopping_at_a_running_prompt():
+    rejects(lab19.check_schedule_step, plan_step_stops_at_long_prompt, match="is skipped, not")
 
 
 def test_schedule_step_rejects_the_reference():
@@ -180,6 +200,17 @@ def test_engine_step_rejects_the_reference():
         match="reference",
         error=ReferenceCalledError,
     )
+
+
+def engine_step_around_the_count(runner, work):
+    """A cheat: one uncounted forward per sequence on the runner behind the counter."""
+    inner = getattr(runner, "_runner", runner)
+    rows = [inner.forward([Chunk(t[d : d + n], d, b)])[0] for t, d, n, b in work]
+    return [r if d + n == len(t) else None for r, (t, d, n, _) in zip(rows, work, strict=True)]
+
+
+def test_engine_step_runner_has_no_uncounted_way_in():
+    rejects(lab19.check_engine_step, engine_step_around_the_count, match="forward calls")
 
 
 # --------------------------------------------------------------------------- 19.4 predict

@@ -7,6 +7,7 @@ import pytest
 
 from minitorch.checks import lab23
 from minitorch.checks.core import CheckFailure, ReferenceCalledError
+from minitorch.checks.errors import StudentError
 from minitorch.comm.collectives import all_reduce
 from minitorch.parallel import data, timeline, zero
 from tests.helpers.graders import rejects, unblocked_in
@@ -33,6 +34,7 @@ def forward_buckets(nbytes, bucket_bytes):
 
 def test_assign_buckets():
     lab23.check_assign_buckets(assign_buckets)
+    lab23.check_assign_buckets(lambda n, c: tuple(np.array(b) for b in assign_buckets(n, c)))
     lab23.check_assign_buckets(unblocked(data.assign_buckets))
     rejects(lab23.check_assign_buckets, forward_buckets, match="forward order")
     rejects(
@@ -64,11 +66,77 @@ def ddp_sync_per_param(comm, grads, buckets):
     return [all_reduce(comm, np.array(g)) / comm.world_size for g in grads]
 
 
+def ddp_sync_probing(comm, grads, buckets):
+    """ddp_sync that first tries every way around the protocol; any that works moves weights."""
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    one, peer = torch.ones(1), 1 - comm.rank
+    attempts = [
+        lambda: dist.all_reduce(one),
+        lambda: dist.all_gather([torch.zeros(1), torch.zeros(1)], one),
+        lambda: dist.reduce_scatter(one, [one, one]),
+        lambda: dist.broadcast(one, 0),
+        lambda: c10d.all_reduce(one),
+        lambda: dist.send(one, peer),
+        lambda: dist.group.WORLD.allreduce([one]),
+        lambda: comm.inner,
+        lambda: comm.__dict__,
+        lambda: setattr(comm, "messages", 0),
+    ]
+    worked = 0
+    for attempt in attempts:
+        try:
+            attempt()
+            worked += 1
+        except AttributeError:
+            pass
+        except RuntimeError as exc:
+            worked += "not allowed" not in str(exc)
+    out = [np.array(g) + worked for g in grads]
+    for bucket in buckets:
+        flat = np.concatenate([out[i].ravel() for i in bucket])
+        flat = all_reduce(comm, flat) / comm.world_size
+        start = 0
+        for i in bucket:
+            out[i] = flat[start : start + out[i].size].reshape(out[i].shape)
+            start += out[i].size
+    return out
+
+
 def test_ddp_sync_on_two_gloo_processes():
-    lab23.check_ddp_sync(ddp_sync)  # one spawn of 2 gloo ranks
+    """One spawn of 2 gloo ranks: right weights, and the rank refuses torch's collectives and
+    the communicator's internals. (The check's own gloo path runs in test_notebooks.)"""
+    import inspect
+
+    from minitorch.checks.lab23.ddp import _TEACHING, _compare
+    from minitorch.comm.torchdist import launch
+
+    cases = [dict(c, p=2, label=f"case {k}") for k, c in enumerate(_TEACHING[:2])]
+    source = inspect.getsource(ddp_sync_probing)
+    runs = launch("minitorch.checks.lab23.workers:ddp_gloo", 2, source, "ddp_sync_probing", cases)
+    for k, case in enumerate(cases):
+        _compare(case, [runs[0][k], runs[1][k]], "2 gloo processes")
+
+
+def ddp_sync_torch(comm, grads, buckets):
+    """A cheat: torch.distributed's all_reduce in place of the protocol's."""
+    import torch
+    import torch.distributed as dist
+
+    out = []
+    for g in grads:
+        t = torch.from_numpy(np.array(g))
+        dist.all_reduce(t)
+        out.append(t.numpy() / comm.world_size)
+    return out
 
 
 def test_ddp_sync_simulated():
+    lab23.check_ddp_sync(ddp_sync, real=False)
+    rejects(lab23.check_ddp_sync, ddp_sync_torch, match="torch")
+
     lab23.check_ddp_sync(unblocked(data.ddp_sync), real=False)
     with pytest.raises(CheckFailure, match="SUMMED"):
         lab23.check_ddp_sync(ddp_sync_summed, real=False)
@@ -177,8 +245,22 @@ def zero3_wrong(store, x):
     return h
 
 
+def zero3_reset_peak(store, x):
+    """A cheat: keep every layer, then reset the rank's memory counter before returning."""
+    ws = [store.gather(i).astype(np.float32) for i in range(len(store.shapes))]
+    for i in range(len(ws)):
+        store.free(i)
+    store.peak_bytes = 0
+    h = np.asarray(x, np.float32)
+    for w in ws:
+        h = np.tanh(h @ w)
+    return h
+
+
 def test_zero3_forward():
     lab23.check_zero3_forward(zero3_forward)
+    lab23.check_zero3_forward(lambda s, x: zero3_forward(s, x).tolist())  # a list is an answer
+    rejects(lab23.check_zero3_forward, zero3_reset_peak, match="peak_bytes", error=StudentError)
     lab23.check_zero3_forward(unblocked(zero.zero3_forward))
     rejects(lab23.check_zero3_forward, zero3_never_free, match="free")  # value right, peak not
     rejects(lab23.check_zero3_forward, zero3_gather_twice, match="exactly once")

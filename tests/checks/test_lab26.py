@@ -80,11 +80,90 @@ def gathered_attention(comm, q, k, v, causal):
     return (e / e.sum(axis=-1, keepdims=True)) @ vv
 
 
-def test_ring_attention_passes_on_simworld_and_gloo():
-    lab26.check_ring_attention(ring_attention)  # the one real launch of this file (2 ranks)
+def ring_probing(comm, q, k, v, causal):
+    """Ring attention that first tries every way around the protocol; any that works shows."""
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    one, peer = torch.ones(1), 1 - comm.rank
+    attempts = [
+        lambda: dist.all_reduce(one),
+        lambda: dist.all_gather([torch.zeros(1), torch.zeros(1)], one),
+        lambda: dist.all_to_all([torch.zeros(1)] * 2, [one] * 2),
+        lambda: dist.broadcast(one, 0),
+        lambda: c10d.all_reduce(one),
+        lambda: dist.isend(one, peer),
+        lambda: dist.group.WORLD.allreduce([one]),
+        lambda: c10d._get_default_group().allgather([[torch.zeros(1)] * 2], [one]),
+        lambda: comm.inner,
+        lambda: comm.__dict__,
+        lambda: setattr(comm, "to", {}),
+    ]
+    worked = 0
+    for attempt in attempts:
+        try:
+            attempt()
+            worked += 1
+        except AttributeError:
+            pass
+        except RuntimeError as exc:
+            worked += "not allowed" not in str(exc)
+    p, r = comm.world_size, comm.rank
+    nb, d = q.shape[-2], q.shape[-1]
+    acc = np.zeros((*q.shape[:-1], v.shape[-1]))
+    m, l = np.full(q.shape[:-1], -np.inf), np.zeros(q.shape[:-1])
+    kb, vb = k, v
+    for t in range(p):
+        src = (r - t) % p
+        if t < p - 1:
+            comm.send(kb, (r + 1) % p)
+            comm.send(vb, (r + 1) % p)
+        if not (causal and src > r):
+            s = q @ np.swapaxes(kb, -1, -2) / np.sqrt(d)
+            if causal and src == r:
+                s = np.where(np.tril(np.ones((nb, nb), bool)), s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=-1))
+            scale = np.exp(m - m_new)
+            e = np.exp(s - m_new[..., None])
+            acc = acc * scale[..., None] + e @ vb
+            l, m = l * scale + e.sum(axis=-1), m_new
+        if t < p - 1:
+            kb, vb = comm.recv((r - 1) % p), comm.recv((r - 1) % p)
+    return acc / l[..., None] + worked
+
+
+def test_ring_attention_on_gloo_refuses_torch_collectives():
+    """The one real launch of this file (2 ranks): right values and ring bytes, and the rank
+    refuses torch's collectives and the communicator's internals. (The check's own gloo path
+    runs in test_notebooks.)"""
+    import inspect
+
+    from minitorch.checks.lab26.ring import _case, compare, ring_cases
+    from minitorch.comm.torchdist import launch
+
+    cases = [ring_cases(0)[0], _case(7, 2, 2, 3, 3, True, 2.0, "p=2, causal")]
+    source = inspect.getsource(ring_probing)
+    runs = launch("minitorch.checks.lab26.workers:ring_gloo", 2, source, "ring_probing", cases)
+    for i, case in enumerate(cases):
+        compare(case, [runs[0][i], runs[1][i]], "2 gloo processes")
+
+
+def ring_torch_gather(comm, q, k, v, causal):
+    """A cheat: K and V gathered by torch.distributed instead of the ring."""
+    import torch
+    import torch.distributed as dist
+
+    p = comm.world_size
+    ks = [torch.zeros(k.shape, dtype=torch.float64) for _ in range(p)]
+    dist.all_gather(ks, torch.from_numpy(k))
+    return ks[0].numpy()
 
 
 def test_ring_attention_reference_and_mistakes():
+    lab26.check_ring_attention(ring_attention, real=False)
+    rejects(lab26.check_ring_attention, ring_torch_gather, match="torch")
+
     lab26.check_ring_attention(unblocked(context.ring_attention), real=False)
     rejects(lambda f: lab26.check_ring_attention(f, real=False), ring_no_rescale, match="rescaling")
     rejects(
@@ -220,6 +299,7 @@ def ep_no_drops(comm, x, w_router, local_experts, k, capacity_factor):
 
 def test_expert_parallel():
     lab26.check_expert_parallel(expert_parallel_moe)
+    lab26.check_expert_parallel(lambda *a: list(expert_parallel_moe(*a)))  # [y, dropped]
     lab26.check_expert_parallel(unblocked(expert.expert_parallel_moe))
     rejects(lab26.check_expert_parallel, ep_local_drops, match="per rank")
     rejects(lab26.check_expert_parallel, ep_no_drops, match="no assignment was dropped")
@@ -272,8 +352,32 @@ def plan_tp_only_in_node(model, cluster, batch):
     )
 
 
+def plan_best_only(model, cluster, batch):
+    """Right first answer, but the task asks for every feasible layout."""
+    return plan(model, cluster, batch)[:1]
+
+
+def plan_any_batch(model, cluster, batch):
+    """Forgets that dp must divide the batch."""
+    n, found = cluster.gpus, []
+    for tp in (t for t in range(1, n + 1) if n % t == 0 and model.heads % t == 0):
+        if cluster.per_node % tp and tp % cluster.per_node:
+            continue
+        for pp in (q for q in range(1, n // tp + 1) if (n // tp) % q == 0):
+            lay = Layout(tp, pp, n // (tp * pp))
+            if (
+                model.layers % pp == 0
+                and memory_per_gpu(model, lay, batch) <= USABLE * cluster.memory
+            ):
+                found.append(lay)
+    return sorted(found, key=lambda lay: step_time(model, cluster, lay, batch)["total"])
+
+
 def test_plan():
     lab26.check_plan(plan)
+    lab26.check_plan(lambda m, c, b: tuple(reversed(plan(m, c, b)[::-1])))
+    rejects(lab26.check_plan, plan_best_only, match="every feasible layout")
+    rejects(lab26.check_plan, plan_any_batch, match="does not divide the batch")
     lab26.check_plan(unblocked(planner.plan_layouts))
     rejects(lab26.check_plan, plan_ignoring_memory, match="does not fit")
     rejects(lab26.check_plan, plan_unsorted, match="not sorted")

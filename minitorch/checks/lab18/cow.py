@@ -65,7 +65,16 @@ def _run(
             ops = [op]
         for _, seq, tok in ops:
             n = len(tokens[seq])
+            held, n_free = len(tables[seq]), len(free)
             got = plain(student(tables[seq], n, ref, free, bs), what="(slot, copy)", case=label)
+            if n % bs == 0 and (len(tables[seq]) != held + 1 or len(free) != n_free - 1):
+                raise CheckFailure(
+                    f"{where} a new block is taken exactly when n_tokens % block_size == 0 "
+                    f"(here n_tokens = {n}), from free_blocks: table went from {held} to "
+                    f"{len(tables[seq])} blocks, free_blocks from {n_free} to {len(free)}. "
+                    "Update the lists IN PLACE (table.append(free_blocks.pop(0))); "
+                    "rebinding a name inside the function leaves the caller's lists unchanged."
+                )
             if not (isinstance(got, tuple) and len(got) == 2):
                 raise CheckFailure(f"{where} return (slot, copy) with copy = (src, dst) or None")
             slot, copy = got

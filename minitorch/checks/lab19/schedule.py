@@ -34,6 +34,8 @@ def _plan(
     seats_running: bool = True,
     blocks: bool = True,
     chunk_always: bool = False,
+    running_break: bool = False,
+    seats_scheduled: bool = False,
 ) -> list[tuple[int, int]]:
     """The rule (keyword flags give the known mistakes)."""
     out: list[tuple[int, int]] = []
@@ -49,9 +51,13 @@ def _plan(
             if 0 < n <= budget:
                 out.append((sid, n))
                 budget -= n
+            elif running_break:
+                break
 
     if not waiting_first:
         run_running()
+    if seats_scheduled:
+        left = seats - len(out)
     for sid, need, nb in waiting:
         n = take(need)
         if left <= 0 or n <= 0 or n > budget or (blocks and nb > free):
@@ -77,6 +83,11 @@ _STEP_MISTAKES = (
         "may not overtake it (first come, first served).",
     ),
     (
+        dict(seats_scheduled=True),
+        "max_num_seqs counts every running sequence, also one skipped this step: admit at "
+        "most max_num_seqs - len(running).",
+    ),
+    (
         dict(seats_running=False),
         "max_num_seqs counts the running sequences too: admit at most max_num_seqs - len(running).",
     ),
@@ -86,6 +97,11 @@ _STEP_MISTAKES = (
         "(blocks_needed <= free_blocks, which then shrinks).",
     ),
     (dict(chunk_always=True), "Without chunked prefill a prompt runs whole or not at all."),
+    (
+        dict(running_break=True),
+        "A running sequence whose whole need does not fit is skipped, not the end of the "
+        "loop: the running ones after it are still served.",
+    ),
 )
 
 
@@ -102,6 +118,10 @@ def _step_cases(f: np.random.Generator) -> list[tuple[str, tuple]]:
         ("a partly prefilled prompt continues first", ([(0, 40)], [(1, 3, 1)], 16, 8, 9, True)),
         ("20 decodes, budget 8", ([(i, 1) for i in range(20)], [(20, 3, 1)], 8, 32, 9, True)),
         ("small prompts admitted whole", ([], [(0, 5, 2), (1, 6, 2), (2, 9, 3)], 16, 8, 9, False)),
+        (
+            "a running prompt too long for the step, not chunked",
+            ([(0, 1), (1, 20), (2, 1)], [(3, 2, 1), (4, 2, 1)], 8, 4, 9, False),
+        ),
     ]
     n_run = int(f.integers(0, 6))
     running = [(i, int(f.choice([1, 1, 1, int(f.integers(2, 30))]))) for i in range(n_run)]

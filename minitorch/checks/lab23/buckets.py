@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from minitorch.checks.cases import Case, Mistake, fresh, run_cases
 from minitorch.checks.core import fresh_rng, grader
 from minitorch.checks.lab23.workers import plain_buckets
@@ -48,6 +50,24 @@ _MISTAKES = [
         answer=_under_cap,
     ),
 ]
+_RULE = (
+    "Walk i = n-1 down to 0: append i to the open bucket, add nbytes[i], and close the bucket "
+    "once its bytes reach the cap (size >= cap, not >); a last, smaller bucket is kept."
+)
+
+
+def _as_lists(got: Any, label: str) -> Any:
+    """Buckets as lists of ints (tuples or arrays of indices are the same answer)."""
+    if not isinstance(got, (list, tuple)) or not all(
+        isinstance(b, (list, tuple, np.ndarray)) for b in got
+    ):
+        return got
+    try:
+        return [[int(i) for i in np.asarray(b).ravel()] for b in got]
+    except (TypeError, ValueError):
+        return got
+
+
 _TEACHING = [
     ([400, 40, 400, 40], 440),
     ([100, 100, 100, 100, 100], 250),
@@ -74,6 +94,9 @@ def check_assign_buckets(assign_buckets: Callable[..., Any]) -> str:
         assign_buckets,
         cases,
         what="buckets",
-        message=lambda c, got, want, hint: f"[{c.label}] got {got}, expected {want}. {hint}",
+        read=_as_lists,
+        message=lambda c, got, want, hint: (
+            f"[{c.label}] got {got}, expected {want}. " + (hint or _RULE)
+        ),
     )
     return f"{total} layouts (8 fresh) bucketed in backward order; e.g. {cases[2].want()}"

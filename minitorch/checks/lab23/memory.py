@@ -109,6 +109,26 @@ _NEVER_FREED = (
 _BLOCKS = ("minitorch.parallel.zero:zero3_forward", "minitorch.parallel.zero:zero3_train_step")
 
 
+def _layers_only(store: ZeroRank) -> Any:
+    """What the learner's forward gets: ``shapes``, ``gather(i)``, ``free(i)``; the rank's
+    shards, communicator and memory counters stay out of reach (a peak cannot be reset)."""
+
+    class Store:
+        __slots__ = ()
+        shapes = tuple(store.shapes)
+
+        def gather(self, i: int) -> np.ndarray:
+            return store.gather(i)
+
+        def free(self, i: int) -> None:
+            store.free(i)
+
+        def __repr__(self) -> str:
+            return f"<ZeRO-3 store: {len(store.shapes)} layers, rank {store.comm.rank}>"
+
+    return Store()
+
+
 @grader("23.5", blocks=_BLOCKS)
 def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
     """Exercise 23.5: ZeRO-3 forward that gathers each layer on use and frees it."""
@@ -130,7 +150,7 @@ def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
         def rank(comm: Any, params: list = params, x: np.ndarray = x, stores: list = stores) -> Any:
             store = ZeroRank(comm, params, 3)
             stores.append(store)
-            return raw(store, x)
+            return raw(_layers_only(store), x)
 
         world = SimWorld(n)
         outs = guarded(lambda w=world, r=rank: w.run(r), "23.5", _BLOCKS)()
@@ -139,6 +159,11 @@ def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
             want = np.tanh(want @ p.astype(np.float32).astype(np.float16).astype(np.float32))
         for r, out in enumerate(outs):
             got = plain(out, what="output", case=label)
+            if isinstance(got, (list, tuple)):
+                try:
+                    got = np.asarray(got, dtype=np.float64)
+                except (TypeError, ValueError):
+                    pass
             if not (isinstance(got, np.ndarray) and got.shape == want.shape
                     and np.allclose(got, want, rtol=1e-5, atol=1e-6)):  # fmt: skip
                 raise CheckFailure(

@@ -104,7 +104,13 @@ def check_exposed_comm(
             isinstance(got, float) and abs(got - want) <= 1e-12 + 1e-9 * abs(want)
         ),
         message=lambda c, got, want, hint: (
-            f"[{c.label}] got {got!r} s, expected {want!r} s. {hint}"
+            f"[{c.label}] got {got!r} s, expected {want!r} s. "
+            + (
+                hint
+                or "Gradient i is ready at compute[n-1] + ... + compute[i]; a bucket starts at "
+                "max(its LAST gradient ready, the channel free), lasts alpha + beta * its "
+                "bytes; return max(0, end of the last all-reduce - end of backward)."
+            )
         ),
     )
     one, best = cases[0].want(), cases[1].want()

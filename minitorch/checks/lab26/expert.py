@@ -18,7 +18,7 @@ import numpy as np
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded, plain
 from minitorch.checks.errors import CheckFailure
-from minitorch.checks.lab26.workers import CountingComm, _route, moe_loop
+from minitorch.checks.lab26.workers import CountingComm, _route, moe_loop, protocol_only
 from minitorch.comm.protocol import Communicator
 from minitorch.comm.simworld import SimWorld
 
@@ -84,9 +84,10 @@ def _program(comm: Communicator, fn: Callable[..., Any], case: dict) -> dict:
     x = np.split(case["x"], p)[r].copy()
     local = [tuple(a.copy() for a in w) for w in case["experts"][r * per : (r + 1) * per]]
     got = plain(
-        fn(counting, x, case["w_router"].copy(), local, case["k"], case["cf"]), case=case["label"]
+        fn(protocol_only(counting), x, case["w_router"].copy(), local, case["k"], case["cf"]),
+        case=case["label"],
     )
-    if not isinstance(got, tuple) or len(got) != 2:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise CheckFailure(f"[{case['label']}] return a pair (y, dropped).")
     y, dropped = got
     y = np.asarray(y, np.float64)
@@ -167,7 +168,9 @@ def check_expert_parallel(expert_parallel_moe: Callable[..., Any]) -> str:
                     "dispatches to other ranks' experts plus the outputs it returns for rows it "
                     "received. "
                     + (
-                        "Dropped rows must not travel, and nothing is padded to the capacity."
+                        "Dropped rows must not travel, nothing is padded to the capacity, and "
+                        "counts and expert ids are free only as integer arrays (a float array "
+                        "counts as payload)."
                         if o["float"] > budget
                         else "Every kept row must go to its expert's rank."
                     )

@@ -44,8 +44,9 @@ REFERENCE = (
 TOLERANCE = 0.05  # absolute, on the fraction of peak
 
 
-def _brute_force(m: Model, c: Cluster, batch: int) -> float:
-    best = float("inf")
+def _feasible(m: Model, c: Cluster, batch: int) -> dict[tuple[int, int, int], float]:
+    """Every feasible (tp, pp, dp) with its step time: the grader's own brute force."""
+    found = {}
     for tp in range(1, c.gpus + 1):
         ok_tp = (
             c.gpus % tp == 0
@@ -57,8 +58,21 @@ def _brute_force(m: Model, c: Cluster, batch: int) -> float:
                 continue
             lay = Layout(tp, pp, c.gpus // (tp * pp))
             if memory_per_gpu(m, lay, batch) <= USABLE * c.memory:
-                best = min(best, step_time(m, c, lay, batch)["total"])
-    return best
+                found[(tp, pp, lay.dp)] = step_time(m, c, lay, batch)["total"]
+    return found
+
+
+def _rules(lay: Layout, m: Model, c: Cluster, batch: int) -> str:
+    """Which divisibility rule of the task ``lay`` breaks ('' when none)."""
+    if m.heads % lay.tp:
+        return f"tp = {lay.tp} does not divide the {m.heads} heads"
+    if c.per_node % lay.tp and lay.tp % c.per_node:
+        return f"tp = {lay.tp} is not aligned with the {c.per_node}-GPU nodes"
+    if m.layers % lay.pp:
+        return f"pp = {lay.pp} does not divide the {m.layers} layers"
+    if batch % lay.dp:
+        return f"dp = {lay.dp} does not divide the batch of {batch}"
+    return ""
 
 
 def _read(got: Any, tag: str) -> list[Layout]:
@@ -90,15 +104,31 @@ def _judge(student: Callable[..., Any], m: Model, c: Cluster, batch: int, tag: s
                 f"{USABLE * c.memory / 1e9:.0f} GB usable: a layout that does not fit is no "
                 "answer, however fast. Filter with memory_per_gpu first."
             )
+        broken = _rules(lay, m, c, batch)
+        if broken:
+            raise CheckFailure(
+                f"{tag} {lay} is not a valid layout: {broken}. Keep only tp dividing the heads "
+                "and aligned with the nodes, pp dividing the layers, dp dividing the batch."
+            )
     times = [step_time(m, c, lay, batch)["total"] for lay in ranked]
     if any(b < a * (1 - 1e-9) for a, b in itertools.pairwise(times)):
         raise CheckFailure(f"{tag} the layouts are not sorted by step time, fastest first.")
-    best = _brute_force(m, c, batch)
+    feasible = _feasible(m, c, batch)
+    best = min(feasible.values())
     if times[0] > best * (1 + 1e-9):
         raise CheckFailure(
             f"{tag} your best {ranked[0]} takes {times[0]:.3f} s per step; a feasible layout "
             f"takes {best:.3f} s. Try every tp dividing the heads (and 8 | tp or tp | 8), pp "
             "dividing the layers, dp = GPUs / (tp pp) dividing the batch."
+        )
+    got = [(lay.tp, lay.pp, lay.dp) for lay in ranked]
+    if len(set(got)) != len(got) or set(got) != set(feasible):
+        missing = sorted(set(feasible) - set(got), key=feasible.__getitem__)
+        extra = "" if missing else " (some more than once)"
+        first = f", e.g. {Layout(*missing[0])}" if missing else ""
+        raise CheckFailure(
+            f"{tag} you returned {len(got)} layout(s){extra}; there are {len(feasible)} feasible "
+            f"ones{first}. Return every feasible layout once, fastest first."
         )
     return ranked[0]
 
@@ -122,11 +152,14 @@ def check_plan(plan: Callable[..., Any]) -> str:
                 f"{tag} {lay} at {util:.0%} of peak is not within tolerance of {pub.source}."
             )
         lines.append(f"{key}: {lay} at {util:.0%} (reported {pub.util:.0%})")
+    small = Model("small", 24, 2048, 16, 2048, 51200)  # batch 40: dp = 32 or 16 does not divide
+    _judge(plan, small, selene(32), 40, "[L=24, h=2048 on 32 GPUs, batch 40]")
     gen = fresh_rng("26.4")
     for _ in range(2):
         h = 1024 * int(gen.integers(2, 9))
         m = Model("fresh", 8 * int(gen.integers(2, 7)), h, h // 128, 2048, 51200)
         gpus = 8 * int(gen.choice([4, 8, 16]))
-        label = fresh(f"L={m.layers}, h={h}, {gpus} GPUs")
-        _judge(plan, m, selene(gpus), 2 * gpus, f"[{label}]")
+        batch = gpus * int(gen.choice([2, 5, 3])) // 4
+        label = fresh(f"L={m.layers}, h={h}, {gpus} GPUs, batch {batch}")
+        _judge(plan, m, selene(gpus), batch, f"[{label}]")
     return "; ".join(lines) + " (tolerance: TP equal, PP and DP x2, 5 points of peak)"
