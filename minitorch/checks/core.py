@@ -113,9 +113,11 @@ class _Guarded:
                 watch.raise_first()
             if len(_CALLS) > start:
                 reference_called(_CALLS[-1])
+            described = _describe(args, kwargs)
+            called = f" (called with {described})" if described else ""
             raise StudentError(
-                f"Exercise {self.exercise}: your function raised {type(exc).__name__}: {exc} "
-                f"(called with {_describe(args, kwargs)})"
+                f"Exercise {self.exercise}: your function raised {type(exc).__name__}: {exc}"
+                f"{called}"
             ) from exc
         finally:
             self.seconds += time.perf_counter() - t0
