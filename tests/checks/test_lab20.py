@@ -51,6 +51,16 @@ def test_broadcast():
     rejects(lab20.check_broadcast, C.broadcast, match="reference", error=ReferenceCalledError)
     wrong_peer = lambda c, x, root: broadcast(c, x, root) if c.rank == root else c.recv(0)  # noqa: E731
     rejects(lab20.check_broadcast, wrong_peer, match="deadlock", error=StudentError)
+    rejects(lab20.check_broadcast, broadcast_chain, match="Only the root sends")
+
+
+def broadcast_chain(comm, x, root):  # right values, but every rank relays to the next
+    p, r = comm.world_size, comm.rank
+    if r != root:
+        x = comm.recv((r - 1) % p)
+    if (r + 1) % p != root:
+        comm.send(x, (r + 1) % p)
+    return x
 
 
 # --------------------------------------------------------------------------- 20.2 all-reduce
@@ -90,6 +100,35 @@ def test_all_reduce():
     rejects(lab20.check_all_reduce, all_reduce_everyone, match=r"right results.*\(p-1\) n bytes")
     rejects(lab20.check_all_reduce, all_reduce_forgets_own, match="add its own")
     rejects(lab20.check_all_reduce, C.all_reduce, match="reference", error=ReferenceCalledError)
+    rejects(lab20.check_all_reduce, all_reduce_float_total, match="keep the dtype")
+    rejects(  # the rank program gets the protocol only: the world's counters are out of reach
+        lab20.check_all_reduce,
+        all_reduce_fixes_counters,
+        match="no attribute '_world'",
+        error=StudentError,
+    )
+
+
+def all_reduce_float_total(comm, x):  # np.zeros(n): int inputs come back as floats
+    p = comm.world_size
+    if comm.rank != 0:
+        comm.send(x, 0)
+        return comm.recv(0)
+    total = np.zeros(len(x))
+    total += x
+    for s in range(1, p):
+        total += comm.recv(s)
+    for d in range(1, p):
+        comm.send(total, d)
+    return total
+
+
+def all_reduce_fixes_counters(comm, x):  # everyone-to-everyone, then rewrites the byte count
+    out = all_reduce_everyone(comm, x)
+    comm._world.bytes_sent[comm.rank] = (
+        (comm.world_size - 1) * x.nbytes if comm.rank == 0 else x.nbytes
+    )
+    return out
 
 
 # --------------------------------------------------------------------------- 20.3, 20.4
@@ -178,6 +217,7 @@ def test_predict_bytes():
         return (p - 1) * (n // p) * i if c == "all_gather" else predict_bytes(c, n, p, r, i)
 
     rejects(lab20.check_predict_bytes, even, match="own chunk")
+    lab20.check_predict_bytes(lambda *a: float(predict_bytes(*a)))  # 120.0 bytes is 120 bytes
     rejects(
         lab20.check_predict_bytes,
         lambda c, n, p, r, i: cost.bytes_sent(c, n, p, r, i),

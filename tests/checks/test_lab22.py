@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 import pytest
 
@@ -54,9 +56,34 @@ def put_with_lkey(qp, src, length, off, rkey):
     return qp.local.poll_cq()[0].byte_len
 
 
+def put_by_hand(qp, src, length, off, rkey):
+    """Cheat: writes the remote buffer directly and forges the wire counter."""
+    qp.remote.mrs[rkey].buf[off : off + length] = src.buf[:length]
+    qp.local.wire_bytes += length
+    return length
+
+
+def put_bounce_forged(qp, src, length, off, rkey):
+    """Cheat: a bounce buffer, then the hosts' counters reset to what the budget wants."""
+    n = put_bounce(qp, src, length, off, rkey)
+    qp.local.copies = qp.local.bytes_copied = 0
+    qp.local.cpu_ops = 2
+    return n
+
+
+def put_cq_cleared(qp, src, length, off, rkey):
+    """Cheat: empties the completion queue instead of polling it."""
+    qp.rdma_write(src, length, off, rkey)
+    qp.local.cq.clear()
+    return length
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
+        (put_by_hand, "no qp.rdma_write"),
+        (put_bounce_forged, "CPU copy"),
+        (put_cq_cleared, "left in the sender's queue"),
         (put_two_sided, "receiver's CPU ran"),
         (put_bounce, "CPU copy"),
         (put_no_poll, "poll_cq"),
@@ -108,9 +135,18 @@ def send_no_sender_poll(qs, qr, src, dst, length):
     return qr.local.poll_cq()[0].byte_len
 
 
+def recv_by_hand(qs, qr, src, dst, length):
+    """Cheat: copies the bytes itself, then posts and polls to look two-sided."""
+    dst.buf[:length] = src.buf[:length]
+    qr.post_recv(dst)
+    qr.local.poll_cq()
+    return length
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
+        (recv_by_hand, "not through qs.post_send"),
         (send_first, "receiver-not-ready"),
         (recv_staged, "CPU copy"),
         (send_as_write, "two-sided receive"),
@@ -153,9 +189,15 @@ def fit_lstsq(n, t):
     return float(a), float(b)
 
 
+def fit_statistics(n, t):
+    line = statistics.linear_regression([float(v) for v in n], [float(v) for v in t])
+    return line.intercept, line.slope
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
+        (fit_statistics, "linear_regression"),
         (fit_origin, "through the origin"),
         (fit_swapped, r"\(alpha, beta\)"),
         (fit_polyfit, "polyfit"),

@@ -43,16 +43,97 @@ def _cases(exercise: str, offsets: bool) -> list[_Case]:
     return out
 
 
+class _Log:
+    """What the two hosts did, written by the verbs themselves (the hosts' counters, being
+    attributes the learner's code can reach, are not trusted)."""
+
+    def __init__(self, entries: list[tuple[str, str, tuple[int, ...]]]) -> None:
+        self.entries = entries
+
+    def ops(self, host: str) -> int:
+        return sum(1 for h, _, _ in self.entries if h == host)
+
+    def copied(self, host: str | None = None) -> list[int]:
+        return [d[0] for h, v, d in self.entries if v == "memcpy" and host in (None, h)]
+
+    def wire(self) -> int:
+        return sum(
+            d[1] for _, v, d in self.entries if v in ("post_send", "rdma_write", "rdma_read")
+        )
+
+    def undrained(self, host: str, peer: str) -> int:
+        """Completions made for ``host`` that it has not polled."""
+        made = sum(
+            1
+            for h, v, _ in self.entries
+            if (h == host and v in ("post_send", "rdma_write", "rdma_read"))
+            or (h == peer and v == "post_send")
+        )
+        return made - sum(d[0] for h, v, d in self.entries if h == host and v == "poll_cq")
+
+    def verbs(self, host: str, verb: str) -> list[tuple[int, ...]]:
+        return [d for h, v, d in self.entries if h == host and v == verb]
+
+    def index(self, host: str, verb: str, detail: tuple[int, ...]) -> int:
+        for i, e in enumerate(self.entries):
+            if e == (host, verb, detail):
+                return i
+        return -1
+
+
 def _setup(size: int, length: int, seed: int) -> tuple[Any, ...]:
-    a, b = V.Host("sender"), V.Host("receiver")
+    """Two fresh hosts whose every verb is logged (in a closure); regions registered."""
+    entries: list[tuple[str, str, tuple[int, ...]]] = []
+
+    class Host(V.Host):
+        def reg_mr(self, buf: np.ndarray, access: int = V.LOCAL_WRITE) -> V.MemoryRegion:
+            mr = super().reg_mr(buf, access)
+            entries.append((self.name, "reg_mr", ()))
+            return mr
+
+        def memcpy(self, dst: V.MemoryRegion, src: V.MemoryRegion, length: int) -> None:
+            super().memcpy(dst, src, length)
+            entries.append((self.name, "memcpy", (int(length),)))
+
+        def poll_cq(self, max_entries: int = 16) -> list[V.WorkCompletion]:
+            out = super().poll_cq(max_entries)
+            entries.append((self.name, "poll_cq", (len(out),)))
+            return out
+
+    class QueuePair(V.QueuePair):
+        def post_recv(self, mr: V.MemoryRegion, wr_id: int = 0) -> None:
+            super().post_recv(mr, wr_id)
+            entries.append((self.local.name, "post_recv", (mr.lkey,)))
+
+        def post_send(self, mr: V.MemoryRegion, length: int, wr_id: int = 0) -> None:
+            super().post_send(mr, length, wr_id)
+            entries.append((self.local.name, "post_send", (mr.lkey, int(length))))
+
+        def rdma_write(
+            self, mr: V.MemoryRegion, length: int, remote_offset: int, rkey: int, wr_id: int = 0
+        ) -> None:
+            super().rdma_write(mr, length, remote_offset, rkey, wr_id)
+            detail = (mr.lkey, int(length), int(remote_offset), int(rkey))
+            entries.append((self.local.name, "rdma_write", detail))
+
+        def rdma_read(
+            self, mr: V.MemoryRegion, length: int, remote_offset: int, rkey: int, wr_id: int = 0
+        ) -> None:
+            super().rdma_read(mr, length, remote_offset, rkey, wr_id)
+            detail = (mr.lkey, int(length), int(remote_offset), int(rkey))
+            entries.append((self.local.name, "rdma_read", detail))
+
+    a, b = Host("sender"), Host("receiver")
     payload = np.random.default_rng(seed).integers(1, 256, length, dtype=np.uint8)
     src = a.reg_mr(np.zeros(size, np.uint8))
     src.buf[:length] = payload
     dst = b.reg_mr(np.zeros(size, np.uint8), V.LOCAL_WRITE | V.REMOTE_WRITE)
-    qa, qb = V.connect(a, b)
+    qa, qb = QueuePair(a, b), QueuePair(b, a)
+    qa.peer, qb.peer = qb, qa
     for h in (a, b):
         h.cpu_ops = h.copies = h.bytes_copied = h.wire_bytes = 0
-    return a, b, src, dst, qa, qb, payload
+    entries.clear()
+    return _Log(entries), src, dst, qa, qb, payload
 
 
 def _run(student: Callable[..., Any], args: tuple[Any, ...], label: str, hint: str) -> Any:
@@ -92,30 +173,37 @@ _DRAIN = (
 def check_rdma_put(student: Any) -> str:
     cases = _cases("22.1", offsets=True)
     for k, (label, size, length, off) in enumerate(cases):
-        a, b, src, dst, qa, _qb, payload = _setup(size, length, 100 + k)
+        log, src, dst, qa, _qb, payload = _setup(size, length, 100 + k)
         hint = "Use qp.rdma_write with the remote region's rkey (and an access right it granted)."
         n = plain(_run(student, (qa, src, length, off, dst.rkey), label, hint), what="rdma_put")
         _arrived(dst, off, payload, label)
+        peer_ops = log.ops("receiver")
         assert_true(
-            b.cpu_ops == 0,
-            f"[{label}] the receiver's CPU ran {b.cpu_ops} verb(s) (post_recv, poll_cq, ...). "
+            peer_ops == 0,
+            f"[{label}] the receiver's CPU ran {peer_ops} verb(s) (post_recv, poll_cq, ...). "
             "A one-sided RDMA write needs no receive posted and no poll on the target: that is "
             "its point. Use qp.rdma_write, not post_send/post_recv.",
         )
-        copies = a.copies + b.copies
+        copies = log.copied()
+        assert_true(not copies, f"[{label}] {len(copies)} CPU copy(ies) ({sum(copies)} B). {_COPY}")
         assert_true(
-            copies == 0,
-            f"[{label}] {copies} CPU copy(ies) ({a.bytes_copied + b.bytes_copied} B). {_COPY}",
+            (src.lkey, length, off, dst.rkey) in log.verbs("sender", "rdma_write"),
+            f"[{label}] the bytes arrived, but no qp.rdma_write of the source region "
+            f"({length} B at remote offset {off}) put them there: the NIC must move them.",
         )
         assert_true(
-            a.wire_bytes == length,
-            f"[{label}] {a.wire_bytes} bytes crossed the wire for a {length}-byte message: "
+            log.wire() == length,
+            f"[{label}] {log.wire()} bytes crossed the wire for a {length}-byte message: "
             "write the message once, exactly its length.",
         )
-        assert_true(not a.cq, f"[{label}] a completion was left in the sender's queue. {_DRAIN}")
         assert_true(
-            a.cpu_ops <= 3,
-            f"[{label}] the sender spent {a.cpu_ops} CPU operations: one write and a poll or two "
+            not log.undrained("sender", "receiver"),
+            f"[{label}] a completion was left in the sender's queue. {_DRAIN}",
+        )
+        ops = log.ops("sender")
+        assert_true(
+            ops <= 3,
+            f"[{label}] the sender spent {ops} CPU operations: one write and a poll or two "
             "suffice (budget 3).",
         )
         assert_true(
@@ -128,29 +216,39 @@ def check_rdma_put(student: Any) -> str:
 def check_send_recv(student: Any) -> str:
     cases = _cases("22.2", offsets=False)
     for k, (label, size, length, _off) in enumerate(cases):
-        a, b, src, dst, qa, qb, payload = _setup(size, length, 200 + k)
+        log, src, dst, qa, qb, payload = _setup(size, length, 200 + k)
         hint = (
             "Two-sided: the receiver must post_recv its buffer *before* the sender's post_send "
             "(otherwise receiver-not-ready)."
         )
         n = plain(_run(student, (qa, qb, src, dst, length), label, hint), what="send_recv")
         _arrived(dst, 0, payload, label)
-        copies = a.copies + b.copies
+        copies = log.copied()
         assert_true(
-            copies == 0,
-            f"[{label}] {copies} CPU copy(ies). Post the destination region itself as the "
+            not copies,
+            f"[{label}] {len(copies)} CPU copy(ies). Post the destination region itself as the "
             f"receive buffer: the NIC writes there, no copy out of a staging buffer. {_COPY}",
         )
+        peer_ops = log.ops("receiver")
         assert_true(
-            b.cpu_ops == 2,
-            f"[{label}] the receiver ran {b.cpu_ops} verb(s); a two-sided receive is exactly "
+            peer_ops == 2,
+            f"[{label}] the receiver ran {peer_ops} verb(s); a two-sided receive is exactly "
             "one post_recv and one poll_cq that returns its completion. (An rdma_write would "
             "skip the receiver: that is exercise 22.1, not a send/recv.)",
         )
-        assert_true(not a.cq and not b.cq, f"[{label}] completions were left unpolled. {_DRAIN}")
+        posted = log.index("receiver", "post_recv", (dst.lkey,))
+        sent = log.index("sender", "post_send", (src.lkey, length))
         assert_true(
-            a.cpu_ops <= 3, f"[{label}] the sender spent {a.cpu_ops} CPU operations (budget 3)."
+            0 <= posted < sent,
+            f"[{label}] the bytes arrived, but not through qs.post_send of the source region "
+            "into the receive qr posted on dst: the NIC must move them.",
         )
+        assert_true(
+            not log.undrained("sender", "receiver") and not log.undrained("receiver", "sender"),
+            f"[{label}] completions were left unpolled. {_DRAIN}",
+        )
+        ops = log.ops("sender")
+        assert_true(ops <= 3, f"[{label}] the sender spent {ops} CPU operations (budget 3).")
         assert_true(
             n == length,
             f"[{label}] return the receive completion's byte_len ({length}), got {n!r}.",

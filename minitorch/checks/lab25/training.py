@@ -9,12 +9,16 @@ GPT (one block per stage, untied head) for a few SGD steps under GPipe and 1F1B,
 SimWorld (2-3 stages) and then once on 2 gloo processes, and compares every weight and loss
 with ONE process training the whole model on the whole batch, to 1e-10.
 Budget: exactly one message per microbatch per stage boundary and direction, holding the
-activation (or its gradient) and nothing else (bytes counted).
+activation (or its gradient) and nothing else (bytes counted), sent and received in the
+order of the stage's ops (a step that ignores the schedule fails). The learner's function
+gets the Communicator protocol only (:func:`~minitorch.checks.lab25.workers.protocol_only`);
+on the gloo ranks torch.distributed's own calls raise while it runs.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -23,9 +27,16 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded
-from minitorch.checks.errors import CheckFailure, StudentError
-from minitorch.checks.lab25.workers import REFERENCE, single_process, train_stage
+from minitorch.checks.errors import CheckFailure, ReferenceCalledError, StudentError
+from minitorch.checks.lab25.workers import (
+    REFERENCE,
+    op_events,
+    single_process,
+    stage_ops,
+    train_stage,
+)
 from minitorch.comm.simworld import DeadlockError, SimWorld
+from minitorch.comm.torchdist import RankError, launch
 
 __all__ = ["check_pipeline_train"]
 
@@ -40,6 +51,70 @@ def _label(c: dict[str, Any]) -> str:
     return f"{c['schedule']}, p={c['p']}, m={c['m']}, batch={c['batch']}"
 
 
+def _is_float(v: Any) -> bool:
+    """A plain float, numpy float scalar or 0-d float array (not a subclass that compares)."""
+    if type(v) is float or (isinstance(v, np.floating) and type(v).__module__ == "numpy"):
+        return True
+    return type(v) is np.ndarray and v.shape == () and v.dtype.kind == "f"
+
+
+def _relabel(exc: StudentError, where: str) -> StudentError:
+    """The student's exception, labelled with the case it ran on (the call has no arguments)."""
+    out = StudentError(f"[{where}] " + str(exc).replace(" (called with )", ""))
+    out.__cause__ = exc.__cause__
+    return out
+
+
+def _gloo_failure(exc: RankError, label: str) -> Exception:
+    """A short message for a rank that raised, died or hung: its exception line, a hint."""
+    text = str(exc)
+    lines = [ln for ln in text.splitlines() if re.match(r"^[\w.]+(Error|Exception|Failure)\b", ln)]
+    why = re.sub(r" \(called with .*\)\.?$", "", lines[-1] if lines else text)
+    why = why.removeprefix("minitorch.checks.errors.StudentError: ")
+    where = f"[{label}, 2 gloo processes]"
+    graded = re.match(r"minitorch\.checks\.errors\.(CheckFailure|ReferenceCalledError): (.*)", why)
+    if graded:  # a check of the rank program (the reference guard) failed on that rank
+        kind = ReferenceCalledError if graded[1] == "ReferenceCalledError" else CheckFailure
+        return kind(f"{where} {graded[2]}")
+    if "is not allowed in this exercise" in text:
+        return CheckFailure(f"{where} {why.partition(': ')[2] or why}.")
+    first = text.splitlines()[0] if text else ""
+    if re.match(r"rank \S+ died", first):
+        return StudentError(f"{where} {first} while running your function.")
+    if re.match(r"rank \S+ timed out", first):
+        return StudentError(
+            f"{where} {first}: it passed on the simulated world, so look for a "
+            "recv that no send matches on real processes (the same tag on both ends)."
+        )
+    return StudentError(
+        f"{where} {why}. The function runs on each rank from its own source text: only np, "
+        "numpy, Tensor and cross_entropy are defined there, so keep it self-contained "
+        "(imports and helpers inside the function)."
+    )
+
+
+def _order(case: dict[str, Any], outs: list[dict], label: str) -> None:
+    """Each stage's sends and receives must come in the order of its op list."""
+    p = case["p"]
+    for s, out in enumerate(outs):
+        ops = stage_ops(case["schedule"], p, case["m"], s)
+        want = op_events(ops, s, p) * case["steps"]
+        got = [tuple(e) for e in out.get("events", want)]
+        if got == want:
+            continue
+        k = next((i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w), None)
+        if k is None:  # one list is a prefix of the other: the message count check says more
+            continue
+        said = {"S": "a send to", "R": "a receive from"}
+        raise CheckFailure(
+            f"[{label}] right weights, but stage {s} did not run its ops in order: its message "
+            f"{k + 1} was {said[got[k][0]]} stage {got[k][1]}, where running its op list "
+            f"({' '.join(f'{o[0]}{o[1]}' for o in ops)}) in order gives {said[want[k][0]]} "
+            f"stage {want[k][1]}. The order IS the schedule: doing every forward first is "
+            "GPipe, holding m microbatches' activations instead of 1F1B's p - s."
+        )
+
+
 def _compare(case: dict[str, Any], outs: list[dict], where: str) -> None:
     label = f"{case['label']}, {where}"
     for out in outs:
@@ -52,6 +127,13 @@ def _compare(case: dict[str, Any], outs: list[dict], where: str) -> None:
     err = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want, strict=True))
     if err > 1e-10:
         m = case["m"]
+        narrow = sorted({d for out in outs for d in out.get("dtypes", ())} - {"float64"})
+        if narrow:
+            raise CheckFailure(
+                f"[{label}] weights differ from one process by {err:.2e} (tolerance 1e-10), "
+                f"and the stages sent {', '.join(narrow)} arrays: send the float64 activations "
+                "and gradients as they are (out.data, x.grad), without casting them."
+            )
         scaled, _ = single_process(case, scale=m)
         if all(np.allclose(g, w, rtol=0, atol=1e-10) for g, w in zip(got, scaled, strict=True)):
             raise CheckFailure(
@@ -66,8 +148,7 @@ def _compare(case: dict[str, Any], outs: list[dict], where: str) -> None:
         )
     last = outs[-1]["losses"]
     if any(
-        not isinstance(v, float | np.floating) or abs(v - w) > 1e-10
-        for v, w in zip(last, losses, strict=True)
+        not _is_float(v) or abs(float(v) - w) > 1e-10 for v, w in zip(last, losses, strict=True)
     ):
         raise CheckFailure(
             f"[{label}] right weights, but the last stage returned losses {last}, want "
@@ -85,6 +166,7 @@ def _compare(case: dict[str, Any], outs: list[dict], where: str) -> None:
                 f"neighbour and step: {msgs} messages of one activation or gradient, "
                 f"{nbytes:,} bytes. Send only the arrays the next (or previous) stage needs."
             )
+    _order(case, outs, label)
 
 
 @grader("25.5", blocks=REFERENCE)
@@ -111,7 +193,7 @@ def check_pipeline_train(pipeline_train_step: Callable[..., Any], real: bool = T
             outs = guarded(lambda w=world, c=case: w.run(train_stage, raw, c), "25.5", REFERENCE)()
         except StudentError as exc:
             if not isinstance(exc.__cause__, DeadlockError):
-                raise
+                raise _relabel(exc, f"{case['label']}, simulated world") from exc.__cause__
             raise CheckFailure(
                 f"[{case['label']}, simulated world] the stages deadlock ({exc.__cause__}): a "
                 "recv waits for a message nobody sends. Sender and receiver must compute the "
@@ -120,13 +202,20 @@ def check_pipeline_train(pipeline_train_step: Callable[..., Any], real: bool = T
         _compare(case, outs, "simulated world")
     if not real:
         return f"{len(cases)} simulated pipelined trainings equal one process to 1e-10"
-    from minitorch.comm.torchdist import launch
-
     gloo = [cases[0], cases[-1]]
-    source = textwrap.dedent(inspect.getsource(raw))
-    runs = launch(
-        "minitorch.checks.lab25.workers:train_gloo", 2, source, raw.__name__, gloo, timeout=90.0
-    )
+    try:
+        source = textwrap.dedent(inspect.getsource(raw))
+    except (OSError, TypeError):
+        raise CheckFailure(
+            "[2 gloo processes] the check sends your function's source text to the ranks: "
+            "define pipeline_train_step with a plain `def` in a notebook cell."
+        ) from None
+    try:
+        runs = launch(
+            "minitorch.checks.lab25.workers:train_gloo", 2, source, raw.__name__, gloo, timeout=90.0
+        )
+    except RankError as exc:
+        raise _gloo_failure(exc, " and ".join(c["label"] for c in gloo)) from None
     for k, case in enumerate(gloo):
         _compare(case, [runs[0][k], runs[1][k]], "2 gloo processes")
     steps = sum(c["steps"] for c in cases + gloo)

@@ -6,6 +6,10 @@ steps with the learner's ``pipeline_train_step(comm, stage, ops, inputs, targets
 function runs on the simulated world and on real gloo ranks (:func:`train_gloo`, where the
 learner's function arrives as source text). :func:`single_process` is the ground truth:
 the whole model trained on the whole batch in one process.
+
+The learner's function never sees the communicator itself (see
+:mod:`minitorch.checks.lab25._comm`): it gets the Communicator protocol only, and on a gloo
+rank torch.distributed's own collectives and point-to-point calls raise while it runs.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from minitorch.autograd import Tensor, cross_entropy
+from minitorch.checks.lab25._comm import CountingComm, protocol_only, sealed_torch_distributed
 from minitorch.model.config import GPTConfig
 from minitorch.model.gpt import GPT
 from minitorch.parallel.pipeline_stage import split_gpt
@@ -24,6 +29,9 @@ __all__ = [
     "REFERENCE",
     "CountingComm",
     "case_data",
+    "op_events",
+    "protocol_only",
+    "sealed_torch_distributed",
     "single_process",
     "stage_ops",
     "train_gloo",
@@ -34,38 +42,6 @@ REFERENCE = (
     "minitorch.parallel.pipeline_exec:pipeline_train_step",
     "minitorch.parallel.pipeline_exec:run_stage",
 )
-
-
-class CountingComm:
-    """Forwards to ``inner``; counts the messages and payload bytes this rank sends."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.messages, self.bytes = inner, 0, 0
-
-    @property
-    def rank(self) -> int:
-        return int(self.inner.rank)
-
-    @property
-    def world_size(self) -> int:
-        return int(self.inner.world_size)
-
-    def send(self, x: np.ndarray, dst: int, tag: int = 0) -> None:
-        self.messages, self.bytes = self.messages + 1, self.bytes + np.asarray(x).nbytes
-        self.inner.send(x, dst, tag)
-
-    def isend(self, x: np.ndarray, dst: int, tag: int = 0) -> Any:
-        self.messages, self.bytes = self.messages + 1, self.bytes + np.asarray(x).nbytes
-        return self.inner.isend(x, dst, tag)
-
-    def recv(self, src: int, tag: int = 0) -> np.ndarray:
-        return self.inner.recv(src, tag)
-
-    def irecv(self, src: int, tag: int = 0) -> Any:
-        return self.inner.irecv(src, tag)
-
-    def barrier(self) -> None:
-        self.inner.barrier()
 
 
 def case_data(case: dict[str, Any]) -> tuple[GPT, np.ndarray, np.ndarray]:
@@ -97,6 +73,17 @@ def stage_ops(kind: str, p: int, m: int, s: int) -> list[tuple[str, int, int]]:
     return ops + b[m - w :]
 
 
+def op_events(ops: list[tuple[str, int, int]], s: int, p: int) -> list[tuple[str, int]]:
+    """The messages stage ``s`` sends and receives, in order, when it runs ``ops`` in order."""
+    out: list[tuple[str, int]] = []
+    for kind, _, _ in ops:
+        if kind == "F":
+            out += ([("R", s - 1)] if s > 0 else []) + ([("S", s + 1)] if s < p - 1 else [])
+        else:
+            out += ([("R", s + 1)] if s < p - 1 else []) + ([("S", s - 1)] if s > 0 else [])
+    return out
+
+
 def _sgd(params: list[Any], lr: float) -> None:
     for t in params:
         t.data = t.data - lr * t.grad
@@ -126,8 +113,9 @@ def train_stage(comm: Any, fn: Callable[..., Any], case: dict[str, Any]) -> dict
     ops = stage_ops(case["schedule"], comm.world_size, m, comm.rank)
     params = list(stage.parameters())
     losses = []
+    view = protocol_only(counting)
     for _ in range(case["steps"]):
-        losses.append(fn(counting, stage, list(ops), list(inputs), list(targets)))
+        losses.append(fn(view, stage, list(ops), list(inputs), list(targets)))
         missing = [i for i, t in enumerate(params) if t.grad is None]
         if missing:
             return {"error": f"stage {comm.rank}: {len(missing)} parameters got no gradient"}
@@ -137,6 +125,8 @@ def train_stage(comm: Any, fn: Callable[..., Any], case: dict[str, Any]) -> dict
         "losses": losses,
         "messages": counting.messages,
         "bytes": counting.bytes,
+        "dtypes": sorted(counting.dtypes),
+        "events": list(counting.events),
     }
 
 
@@ -146,6 +136,7 @@ def train_gloo(comm: Any, source: str, name: str, cases: list[dict[str, Any]]) -
 
     namespace: dict[str, Any] = {"np": np, "numpy": np, "__name__": "__a2s_rank__"}
     namespace.update(Tensor=Tensor, cross_entropy=cross_entropy)
-    exec(compile(source, f"<{name} on rank {comm.rank}>", "exec"), namespace)
-    fn = guarded(namespace[name], "25.5", REFERENCE, forbid=())
-    return [train_stage(comm, fn, case) for case in cases]
+    with sealed_torch_distributed(comm):
+        exec(compile(source, f"<{name} on rank {comm.rank}>", "exec"), namespace)
+        fn = guarded(namespace[name], "25.5", REFERENCE, forbid=())
+        return [train_stage(comm, fn, case) for case in cases]
