@@ -255,3 +255,37 @@ def test_serial_fraction_rejects_reference_calls():
 def test_no_check_fails_on_an_error_message_without_a_case():
     with pytest.raises(CheckFailure, match="callable"):
         lab05.check_roofline(3.0)
+
+
+# --------------------------------------------------------------------------- review additions
+def test_op_costs_accepts_a_numpy_pair():
+    def as_array(n, d, s, materialized):
+        return np.array(attention(n, d, s, materialized))
+
+    lab05.check_op_costs(*_costs(attention=as_array))
+
+
+def test_checks_reject_the_graders_own_ground_truth():
+    """The loop counters and closed forms in the grader are not the student's work."""
+    from minitorch.checks.lab05 import intensity, roofline, scaling
+
+    truth = "minitorch.checks.lab05"
+    rejects(lab05.check_op_costs, *_costs(gemv=intensity._gemv), match=truth,
+            error=ReferenceCalledError)  # fmt: skip
+    rejects(lab05.check_roofline, roofline._truth, match=truth, error=ReferenceCalledError)
+    rejects(lab05.check_speedups, scaling._amdahl, scaling._gustafson, match=truth,
+            error=ReferenceCalledError)  # fmt: skip
+    rejects(lab05.check_serial_fraction, scaling._least_squares, match=truth,
+            error=ReferenceCalledError)  # fmt: skip
+
+
+def test_op_costs_accepts_a_dataclass_of_ones_own():
+    """A student's own dataclass with .flops and .bytes is an answer, not the blocked OpCost."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cost:
+        flops: int
+        bytes: int
+
+    lab05.check_op_costs(*_costs(gemv=lambda m, n, s: Cost(*gemv(m, n, s))))

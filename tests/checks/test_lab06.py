@@ -19,8 +19,23 @@ unblocked_h = unblocked_in("minitorch.hardware")
 
 # --------------------------------------------------------------------------- answers
 def lru_hits(addrs, size, line, ways, bug=""):
-    """A learner's LRU (the grader's plain loop, so a known mistake can be switched on)."""
-    return plain_lru(np.asarray(addrs), size, line, ways, bug)
+    """A learner's LRU (the grader's plain loop, copied: calling the grader's is forbidden)."""
+    n_sets = size // (line * ways)
+    sets: list[list[int]] = [[] for _ in range(n_sets)]
+    hits = np.zeros(len(addrs), dtype=bool)
+    for t, addr in enumerate(int(a) for a in addrs):
+        ln = addr if bug == "no line" else addr // line
+        s = sets[(addr if bug == "set from address" else ln) % n_sets]
+        if ln in s:
+            hits[t] = True
+            if bug != "fifo":
+                s.remove(ln)
+                s.append(ln)
+            continue
+        if len(s) == ways:
+            s.pop(-1 if bug == "evict mru" else 0)
+        s.append(ln)
+    return hits
 
 
 def loop_trace(n, order, layout="row", elem=8):
@@ -290,3 +305,34 @@ def test_a_tiled_matmul_that_resets_the_call_count_is_rejected():
         return out
 
     rejects(lab06.check_matmul_tiled, reset, match="uses `.__closure__`")
+
+
+# --------------------------------------------------------------------------- review additions
+def test_checks_reject_the_graders_own_ground_truth():
+    """The grader's plain-loop simulator and closed forms are not the student's work."""
+    from minitorch.checks.lab06 import traces as truth
+
+    match = "minitorch.checks.lab06"
+    rejects(lab06.check_lru_hits, plain_lru, match=match, error=ReferenceCalledError)
+    rejects(lab06.check_loop_trace, truth._plain_trace, match=match, error=ReferenceCalledError)
+    rejects(lab06.check_predicted_misses, truth._formula, match=match, error=ReferenceCalledError)
+    rejects(
+        lab06.check_blocked_trace,
+        lambda n, tile: (truth.tiled_lines(n, tile), blocked_trace(n, tile))[1],
+        match=match,
+        error=ReferenceCalledError,
+    )
+
+
+def test_loop_trace_of_floats_says_addresses_are_integers():
+    rejects(
+        lab06.check_loop_trace,
+        lambda n, order: loop_trace(n, order).astype(float),
+        match="addresses are integers",
+    )
+
+
+@pytest.mark.parametrize("kind", [list, lambda a: a.astype(np.int32)])
+def test_loop_trace_accepts_lists_and_other_int_widths(kind, capsys):
+    lab06.check_loop_trace(lambda n, order: kind(loop_trace(n, order)))
+    assert "✔ Exercise 06.2 passed" in capsys.readouterr().out

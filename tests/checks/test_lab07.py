@@ -296,3 +296,71 @@ def test_a_kernel_that_fakes_its_counters_is_rejected():
 
     rejects(lab07.check_vector_add, zero_counters, match="uses `._stats`")
     rejects(lab07.check_vector_add, by_name, match="uses `setattr")
+
+
+# --------------------------------------------------------------------------- review additions
+def test_warp_transactions_rejects_the_graders_own_loop():
+    from minitorch.checks.lab07 import coalescing
+
+    rejects(
+        lab07.check_warp_transactions,
+        coalescing._loop_segments,
+        match="_loop_segments",
+        error=ReferenceCalledError,
+    )
+
+
+def test_warp_transactions_in_floats_is_told_to_use_integer_division():
+    rejects(
+        lab07.check_warp_transactions,
+        lambda s, b=4, g=32: 1.0 if s == 0 else min(32.0, 31 * s * b / g + 1),
+        match="integer division",
+    )
+
+
+def _block_sum_across_lanes(ctx, x, out, n):
+    """Right sums with no shared memory: numpy adds the whole thread vector at once."""
+    t = ctx.threadIdx.x
+    i = ctx.blockIdx.x * ctx.blockDim.x + t
+    total = ctx.load(x, i, i < n).astype(np.float64).sum()
+    ctx.store(out, ctx.blockIdx.x, np.full(t.size, total, np.float32), t == 0)
+
+
+def _matmul_across_lanes(ctx, a, b, c, m, n, k):
+    ty, tx = ctx.threadIdx.y, ctx.threadIdx.x
+    row, col = ctx.blockIdx.y * 16 + ty, ctx.blockIdx.x * 16 + tx
+    acc = np.zeros((16, 16), np.float32)
+    for p0 in range(0, k, 16):
+        a_tile = ctx.load(a, (row, p0 + tx)).reshape(16, 16)
+        acc += a_tile @ ctx.load(b, (p0 + ty, col)).reshape(16, 16)
+    ctx.store(c, (row, col), acc.reshape(-1))
+
+
+def _transpose_across_lanes(ctx, src, dst, rows, cols):
+    ty, tx = ctx.threadIdx.y, ctx.threadIdx.x
+    bx, by = ctx.blockIdx.x, ctx.blockIdx.y
+    tile = ctx.load(src, (by * 32 + ty, bx * 32 + tx)).reshape(32, 32)
+    ctx.store(dst, (bx * 32 + ty, by * 32 + tx), tile.T.reshape(-1))
+
+
+def test_kernels_that_move_values_across_lanes_with_numpy_are_rejected():
+    """On budget and right, but no thread could do it: shared memory was never used."""
+    match = "no GPU thread can do"
+    rejects(lab07.check_block_sum, _block_sum_across_lanes, match=match)
+    rejects(lab07.check_matmul_tiled, _matmul_across_lanes, match=match)
+    rejects(lab07.check_transpose, _transpose_across_lanes, match=match)
+
+
+def test_transpose_with_a_swizzled_tile_passes(capsys):
+    """An XOR swizzle instead of padding is conflict-free too."""
+
+    def swizzled(ctx, src, dst, rows, cols):
+        ty, tx = ctx.threadIdx.y, ctx.threadIdx.x
+        bx, by = ctx.blockIdx.x, ctx.blockIdx.y
+        tile = ctx.shared((32, 32))
+        ctx.store(tile, (ty, tx ^ ty), ctx.load(src, (by * 32 + ty, bx * 32 + tx)))
+        ctx.syncthreads()
+        ctx.store(dst, (bx * 32 + ty, by * 32 + tx), ctx.load(tile, (tx, ty ^ tx)))
+
+    lab07.check_transpose(swizzled)
+    assert "✔ Exercise 07.5 passed" in capsys.readouterr().out

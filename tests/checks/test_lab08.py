@@ -333,3 +333,41 @@ def softmax_reading_uncounted(hbm, block):  # reads X whole through the host-sid
 )  # fmt: skip
 def test_a_kernel_that_touches_the_counters_is_rejected(fn, match):
     rejects(lab08.check_online_softmax, fn, match=match)
+
+
+# --------------------------------------------------------------------------- review additions
+def test_predicted_traffic_accepts_a_list_pair(capsys):
+    lab08.check_predicted_traffic(lambda *args: list(predict(*args)))
+    assert "✔ Exercise 08.3 passed" in capsys.readouterr().out
+
+
+def test_predicted_traffic_rejects_the_graders_own_loop():
+    from minitorch.checks.lab08 import traffic as truth
+
+    rejects(
+        lab08.check_predicted_traffic,
+        lambda n, d, bq, bk, causal, s: (
+            truth.naive_bytes(n, d, s),
+            truth.flash_forward_bytes(n, d, bq, bk, causal, s),
+        ),
+        match="naive_bytes",
+        error=ReferenceCalledError,
+    )
+
+
+def online_softmax_keeping_tiles(hbm, block):
+    """Right values, X read once: the tiles of the first pass are kept for the second."""
+    r, n = hbm.shape("X")
+    m, l, tiles = np.full(r, -np.inf), np.zeros(r), []
+    for c in _blocks(n, block):
+        x = hbm.load("X", cols=c)
+        tiles.append((c, x))
+        m_new = np.maximum(m, x.max(axis=1))
+        l = l * np.exp(m - m_new) + np.exp(x - m_new[:, None]).sum(axis=1)
+        m = m_new
+    for c, x in tiles:
+        hbm.store("Y", np.exp(x - m[:, None]) / l[:, None], cols=c)
+
+
+def test_online_softmax_that_keeps_x_in_memory_is_told_so():
+    rejects(lab08.check_online_softmax, online_softmax_keeping_tiles, match="kept its tiles")

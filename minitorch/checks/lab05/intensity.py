@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import CheckFailure, fresh_rng, grader, plain, rng
 
@@ -20,6 +22,13 @@ _REF = "minitorch.hardware.intensity"
 BLOCKS = tuple(
     f"{_REF}:{name}"
     for name in ("gemv_cost", "softmax_cost", "layernorm_cost", "attention_cost", "OpCost")
+)
+# the grader's own loop counters are ground truth: blocked like the reference while students run
+# (a module ``forbid`` would switch on the profile hook, whose code keys confuse every
+# dataclass ``__init__`` with the blocked ``OpCost.__init__``)
+TRUTH_BLOCKS = tuple(
+    f"{__name__}:{name}"
+    for name in ("_gemv", "_softmax_row", "_softmax", "_layernorm", "_attention")
 )
 
 
@@ -119,6 +128,8 @@ def _pair(got: Any, label: str) -> tuple[Any, Any]:
     if hasattr(got, "flops") and hasattr(got, "bytes"):  # an OpCost-like object
         return plain(got.flops, case=label), plain(got.bytes, case=label)
     got = plain(got, case=label)
+    if isinstance(got, np.ndarray) and got.shape == (2,):  # np.array([flops, bytes]) is a pair
+        got = tuple(got.tolist())
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise CheckFailure(f"[{label}] return a pair (flops, bytes), got {got!r}.")
     return got[0], got[1]
@@ -144,7 +155,7 @@ _TRUTH: dict[str, Callable[..., tuple[int, int]]] = {
 }  # fmt: skip
 
 
-@grader("05.1", blocks=BLOCKS)
+@grader("05.1", blocks=(*BLOCKS, *TRUTH_BLOCKS))
 def check_op_costs(gemv_cost, softmax_cost, layernorm_cost, attention_cost) -> str:
     students = {"gemv": gemv_cost, "softmax": softmax_cost, "layernorm": layernorm_cost,
                 "attention": attention_cost}  # fmt: skip

@@ -18,7 +18,7 @@ _REF = "minitorch.hardware.roofline"
 _ROOF_BLOCKS = tuple(
     f"{_REF}:{n}"
     for n in ("roofline_bound", "attainable", "bound", "Roofline", "predicted_seconds")
-)
+) + tuple(f"{__name__}:{n}" for n in ("_truth", "_seconds"))  # the grader's own ground truth
 
 
 def _truth(i: float, peak: float, bw: float) -> tuple[float, str]:

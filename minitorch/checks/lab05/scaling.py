@@ -15,6 +15,7 @@ from minitorch.checks.core import fresh_rng, grader, rng
 __all__ = ["check_serial_fraction", "check_speedups"]
 
 _REF = "minitorch.hardware.scaling"
+_TRUTH = (f"{__name__}:_amdahl", f"{__name__}:_gustafson")  # the grader's own closed forms
 
 
 def _amdahl(f: float, p: float) -> float:
@@ -71,7 +72,7 @@ def _speedup_message(name: str) -> Callable[[Case, Any, Any, str], str]:
     return message
 
 
-@grader("05.4", blocks=(f"{_REF}:amdahl_speedup", f"{_REF}:gustafson_speedup"))
+@grader("05.4", blocks=(f"{_REF}:amdahl_speedup", f"{_REF}:gustafson_speedup", *_TRUTH))
 def check_speedups(amdahl, gustafson) -> str:
     pairs = _pairs(54, "05.4")
     for fn, truth, mistakes, name in (
@@ -121,7 +122,7 @@ _FIT_MISTAKES = (
 )  # fmt: skip
 
 
-@grader("05.5", blocks=(f"{_REF}:fit_serial_fraction",))
+@grader("05.5", blocks=(f"{_REF}:fit_serial_fraction", f"{__name__}:_least_squares", *_TRUTH))
 def check_serial_fraction(fit_serial_fraction) -> str:
     cases = [
         Case("exact, f=0.25, T1=4 s", ([1.0, 2.0, 4.0], [4.0, 2.5, 1.75]), 0.25, _FIT_MISTAKES),

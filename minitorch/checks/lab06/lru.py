@@ -25,6 +25,10 @@ BLOCKS = (
     f"{_CACHE}:hit_mask",
     f"{_CACHE}:lru_update",
 )
+# the grader's own plain-loop simulator is ground truth: blocked like the reference while students
+# run (a module ``forbid`` would switch on the profile hook, which takes every dataclass
+# ``__init__`` for the blocked ``LRUCache.__init__``)
+TRUTH_BLOCKS = (f"{__name__}:plain_lru",)
 
 
 def plain_lru(addrs: np.ndarray, size: int, line: int, ways: int, bug: str = "") -> np.ndarray:
@@ -104,7 +108,7 @@ def _one(
     )
 
 
-@grader("06.1", blocks=BLOCKS)
+@grader("06.1", blocks=(*BLOCKS, *TRUTH_BLOCKS))
 def check_lru_hits(lru_hits: Callable[..., object]) -> str:
     """Exercise 06.1: lru_hits(addrs, size, line, ways) -> bool per access."""
     misses = accesses = 0

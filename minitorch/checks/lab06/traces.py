@@ -21,12 +21,18 @@ from minitorch.checks.cases import Case, Mistake, fresh, run_cases
 from minitorch.checks.core import assert_true, fresh_rng, grader, plain, rng
 from minitorch.checks.errors import CheckFailure
 from minitorch.checks.lab06.lru import BLOCKS as CACHE_BLOCKS
+from minitorch.checks.lab06.lru import TRUTH_BLOCKS as LRU_TRUTH
 from minitorch.checks.lab06.lru import plain_lru
 
 __all__ = ["check_blocked_trace", "check_loop_trace", "check_predicted_misses"]
 
 _T = "minitorch.kernels.traces"
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
+# the grader's own traces, formula and line counts: blocked while the student's code runs
+TRUTH_BLOCKS = (
+    *LRU_TRUTH,
+    *(f"{__name__}:{n}" for n in ("_plain_trace", "_formula", "tiled_lines", "_tile_lines")),
+)
 
 
 def _plain_trace(n: int, order: str, layout: str = "row", elem: int = 8) -> np.ndarray:
@@ -65,12 +71,19 @@ _TRACE_MISTAKES = [
 _LAYOUT = "Check the layout: A at 0, B at 8n^2, C at 16n^2, row-major."
 
 
+def _layout_hint(got: object, want: np.ndarray) -> str:
+    g = np.asarray(got)
+    if g.dtype.kind == "f" and g.shape == want.shape and np.array_equal(g, want):
+        return "The values are right but floats: addresses are integers (build them as int64)."
+    return _LAYOUT
+
+
 def _same(got: object, want: np.ndarray) -> bool:
     g = np.asarray(got)
     return g.shape == want.shape and g.dtype.kind in "iu" and bool(np.array_equal(g, want))
 
 
-@grader("06.2", blocks=(f"{_T}:loop_trace", f"{_T}:blocked_trace"))
+@grader("06.2", blocks=(f"{_T}:loop_trace", f"{_T}:blocked_trace", *TRUTH_BLOCKS))
 def check_loop_trace(loop_trace: Callable[..., object]) -> str:
     """Exercise 06.2: loop_trace(n, order) -> int64 byte addresses, A, B, C per iteration."""
     cases = [
@@ -94,7 +107,7 @@ def check_loop_trace(loop_trace: Callable[..., object]) -> str:
         message=lambda c, got, want, hint: (
             f"[{c.label}] trace differs from the plain triple loop (expected {want.size} int "
             f"addresses, A[i,k], B[k,j], C[i,j] per iteration; got "
-            f"{np.asarray(got).shape} {np.asarray(got).dtype}). {hint or _LAYOUT}"
+            f"{np.asarray(got).shape} {np.asarray(got).dtype}). {hint or _layout_hint(got, want)}"
         ),
     )
     return (
@@ -133,7 +146,7 @@ def _is_number(x: object) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-@grader("06.3", blocks=(f"{_T}:predicted_misses",))
+@grader("06.3", blocks=(f"{_T}:predicted_misses", *TRUTH_BLOCKS))
 def check_predicted_misses(predicted_misses: Callable[..., object]) -> str:
     """Exercise 06.3: the leading-order miss count of a loop order in a tiny cache."""
     cases = [
@@ -216,7 +229,10 @@ def _covers(trace: np.ndarray, n: int, case: str) -> None:
     )
 
 
-@grader("06.4", blocks=(f"{_T}:blocked_trace", f"{_T}:loop_trace", *CACHE_BLOCKS))
+@grader(
+    "06.4",
+    blocks=(f"{_T}:blocked_trace", f"{_T}:loop_trace", *CACHE_BLOCKS, *TRUTH_BLOCKS),
+)
 def check_blocked_trace(blocked_trace: Callable[..., object]) -> str:
     """Exercise 06.4: blocked_trace(n, tile): every iteration once, misses within budget."""
     n_new = int(fresh_rng("06.4").choice([24, 32, 40]))

@@ -27,6 +27,8 @@ def _loop_segments(stride: int, itemsize: int, segment: int) -> int:
 
 
 _PREDICT_MISTAKES = (
+    Mistake("Segments are counted whole: use integer division (//), not /.",
+            when=lambda got, s, b, seg: isinstance(got, float) and not float(got).is_integer()),
     Mistake("A warp has 32 lanes, so it touches at most 32 segments, however far apart.",
             when=lambda got, s, b, seg: got > 32),
     Mistake("Stride 0: every lane reads the same address, one segment (a broadcast).",
@@ -39,7 +41,14 @@ _PREDICT_MISTAKES = (
 )  # fmt: skip
 
 
-@grader("07.1", blocks=(f"{KERNELS}:strided_copy", "minitorch.kernels.simt_memory:warp_segments"))
+@grader(
+    "07.1",
+    blocks=(
+        f"{KERNELS}:strided_copy",
+        "minitorch.kernels.simt_memory:warp_segments",
+        f"{__name__}:_loop_segments",  # the grader's own ground truth
+    ),
+)
 def check_warp_transactions(student: Callable[..., object]) -> str:
     """Exercise 07.1: segments one warp touches reading at a stride (closed form)."""
     named = [(1, 4, 32), (2, 4, 32), (0, 4, 32), (8, 4, 32), (33, 4, 32), (1, 4, 128),

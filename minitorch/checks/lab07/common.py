@@ -17,7 +17,7 @@ from minitorch.checks.core import CheckFailure, assert_true
 from minitorch.checks.hygiene import assert_public_api
 from minitorch.kernels.simt import DeviceArray, KernelStats, launch, to_device
 
-__all__ = ["KERNELS", "at_most", "device", "run_kernel", "touched_all"]
+__all__ = ["KERNELS", "at_most", "device", "run_kernel", "through_shared", "touched_all"]
 
 KERNELS = "minitorch.kernels.simt_kernels"
 
@@ -67,3 +67,22 @@ def at_most(stats: KernelStats, counter: str, budget: int, case: str, why: str, 
         f"be right, the traffic is not. {hint}",
     )
     return got
+
+
+def through_shared(stats: KernelStats, case: str, stage: str) -> None:
+    """Every block stored to shared memory, synchronised and loaded back.
+
+    The simulator runs a block's threads as one numpy vector, so ``v.sum()``, ``v.reshape``
+    or ``v.T`` on a loaded vector would move values between threads for free, something no
+    GPU thread can do (the budgets see no shared traffic at all). A kernel whose blocks never
+    went through ``ctx.shared`` and ``ctx.syncthreads()`` did not do the exercise.
+    """
+    blocks = max(int(stats.blocks), 1)
+    used = (stats.shared_store_requests, stats.shared_load_requests, stats.barriers)
+    assert_true(
+        min(used) >= blocks,
+        f"[{case}] over {blocks} block(s) your kernel made {used[0]} shared stores, {used[1]} "
+        f"shared loads and {used[2]} syncthreads(): values crossed between threads through "
+        "numpy on the thread vector (sum, reshape, .T over lanes), which no GPU thread can do. "
+        f"{stage}",
+    )

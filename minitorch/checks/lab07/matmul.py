@@ -21,7 +21,14 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import assert_close, fresh_rng, grader, rng
-from minitorch.checks.lab07.common import KERNELS, at_most, device, run_kernel, touched_all
+from minitorch.checks.lab07.common import (
+    KERNELS,
+    at_most,
+    device,
+    run_kernel,
+    through_shared,
+    touched_all,
+)
 
 __all__ = ["TILE", "check_matmul_tiled", "matmul_budget"]
 
@@ -30,6 +37,10 @@ _UNTILED = (
     "Each element of a and b must come from global memory once per *tile*, not once per "
     "thread: load a 16x16 tile of a and of b into shared arrays (one element per thread), "
     "ctx.syncthreads(), accumulate 16 products from shared memory, ctx.syncthreads(), next tile."
+)
+_STAGE = (
+    "Stage a 16x16 tile of a and of b in ctx.shared((16, 16)) (one element per thread), "
+    "ctx.syncthreads(), accumulate 16 products read from shared memory, ctx.syncthreads()."
 )
 _LAYOUT = (
     "Load tiles so that threadIdx.x walks along a row (a[row, p0 + tx], b[p0 + ty, col]): "
@@ -75,6 +86,7 @@ def check_matmul_tiled(kernel: Callable[..., object]) -> str:
         loads += at_most(stats, "gld_transactions", ld, case, why, hint)
         at_most(stats, "gst_transactions", st, case, "mn / 8: each c once", _LAYOUT)
         at_most(stats, "bank_conflicts", 0, case, "conflict-free tile reads", _CONFLICTS)
+        through_shared(stats, case, _STAGE)
     return (
         f"{len(cases)} products right with 16x16 tiles: {loads:,} load sectors, "
         "8x fewer than untiled, 0 bank conflicts"

@@ -20,10 +20,21 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import assert_close, fresh_rng, grader, rng
-from minitorch.checks.lab07.common import KERNELS, at_most, device, run_kernel, touched_all
+from minitorch.checks.lab07.common import (
+    KERNELS,
+    at_most,
+    device,
+    run_kernel,
+    through_shared,
+    touched_all,
+)
 
 __all__ = ["check_block_sum", "shared_budget"]
 
+_STAGE = (
+    "Stage each thread's value in ctx.shared(B), then add pairs as a tree with "
+    "ctx.syncthreads() between steps; thread 0 stores sdata[0]."
+)
 _CONFLICTS = (
     "Interleaved addressing (thread t at index 2*s*t) puts a warp's lanes 2s words apart, "
     "so several share a bank and serialize. Use sequential addressing: for s = B/2, B/4, ..., "
@@ -81,4 +92,5 @@ def check_block_sum(kernel: Callable[..., object]) -> str:
         what = f"{blocks} block(s) x {shared_budget(block)} for a block of {block}"
         spent += at_most(stats, "shared_transactions", budget, case, what, _DIVERGENT)
         at_most(stats, "gld_transactions", -(-4 * n // 32), case, "ceil(4n / 32)", _GLOBAL)
+        through_shared(stats, case, _STAGE)
     return f"{len(cases)} reductions right, 0 bank conflicts, {spent:,} shared transactions"

@@ -19,7 +19,14 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import assert_bits_equal, fresh_rng, grader, rng
-from minitorch.checks.lab07.common import KERNELS, at_most, device, run_kernel, touched_all
+from minitorch.checks.lab07.common import (
+    KERNELS,
+    at_most,
+    device,
+    run_kernel,
+    through_shared,
+    touched_all,
+)
 
 __all__ = ["check_transpose"]
 
@@ -29,6 +36,10 @@ _UNCOALESCED = (
     "stage the tile in shared memory and write the transposed tile row by row."
 )
 _VALUES = "dst[j, i] = src[i, j]; block (bx, by) owns src's tile (by, bx)."
+_STAGE = (
+    "Store src's tile into ctx.shared((32, 33)) row by row, ctx.syncthreads(), then read it "
+    "by column into a row of dst."
+)
 _CONFLICTS = (
     "Reading the 32x32 tile down a column (tile[tx, ty]) asks 32 words 32 apart of one bank: "
     "a 32-way conflict. Pad the tile to 32x33: word tx*33 + ty lands in bank (tx + ty) % 32."
@@ -57,6 +68,7 @@ def check_transpose(kernel: Callable[..., object]) -> str:
         at_most(stats, "gld_transactions", sectors, case, "4rc / 32: coalesced rows", _UNCOALESCED)
         at_most(stats, "gst_transactions", sectors, case, "4rc / 32: coalesced rows", _UNCOALESCED)
         at_most(stats, "bank_conflicts", 0, case, "a padded tile", _CONFLICTS)
+        through_shared(stats, case, _STAGE)
         conflicts_avoided += 31 * rows * cols // 32
     return (
         f"{len(cases)} transposes exact at the minimum traffic, 0 bank conflicts "

@@ -25,6 +25,10 @@ _THREE = (
     "maximum m and a running sum l, and rescale l by exp(m_old - m_new) whenever m grows, so "
     "one pass gives both."
 )
+_KEPT = (
+    "You read X once and kept its tiles for the second pass: a kernel's SRAM holds one tile, "
+    "not the whole row. Load each tile of X again to write Y (X is read exactly twice)."
+)
 _RESCALE = (
     "When the running maximum grows from m to m', the sum so far was taken against m: "
     "multiply it by exp(m - m') before adding the new block's exp(x - m')."
@@ -72,7 +76,7 @@ def check_online_softmax(online_softmax: Callable[..., object]) -> str:
             Traffic(2 * x.nbytes, x.nbytes),
             case=case,
             other=_THREE,
-            hints=[(Traffic(x.nbytes, 0), _THREE)],
+            hints=[(Traffic(x.nbytes, 0), _THREE), (Traffic(-x.nbytes, 0), _KEPT)],
         )
     return (
         f"{len(cases)} cases match torch.softmax (logits up to 1e3) reading X twice, not "
