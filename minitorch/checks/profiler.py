@@ -49,6 +49,7 @@ def profiler(watch: Watch, full: bool) -> Profile:
     )
     owners = watch.owners + (("torch",) if full and watch.torch else ())
     codes, builtins, hits, references = watch.codes, watch.builtins, watch.hits, watch.references
+    generated = watch.generated
 
     def hit(name: str) -> None:
         hits.append(name)
@@ -77,6 +78,8 @@ def profiler(watch: Watch, full: bool) -> Profile:
                 return
             if k & 2:
                 name = codes.get((real[filename], code.co_qualname))
+                if name == "<generated>":  # watch.GENERATED: only that very code object counts
+                    name = next((n for c, n in generated if c is code), None)
                 if name is not None:
                     hit(name)
             if k & 1:

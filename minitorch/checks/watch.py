@@ -49,6 +49,9 @@ def _code_of(obj: Any) -> types.CodeType | None:
     return obj.__code__ if isinstance(obj, types.FunctionType) else None
 
 
+GENERATED = "<generated>"  # the codes entry of a generated function: confirmed by identity
+
+
 def _key(code: types.CodeType) -> tuple[str, str]:
     return os.path.realpath(code.co_filename), code.co_qualname
 
@@ -68,6 +71,7 @@ class Watch:
     originals: set[int] = field(default_factory=set)  # ids of the reference functions
     reference_files: set[str] = field(default_factory=set)
     hits: list[str] = field(default_factory=list)
+    generated: list[tuple[types.CodeType, str]] = field(default_factory=list)  # see GENERATED
     profiled: bool = False  # a forbidden Python function: the profile hook is needed
     _profile: Profile | None = None
     _full: Profile | None = None
@@ -94,7 +98,14 @@ class Watch:
             for fn in functions_of(resolve(target)):
                 if fn.__code__.co_name == _stub.__code__.co_name:
                     continue  # already swapped by an enclosing guard
-                self.codes[_key(fn.__code__)] = name = f"{fn.__module__}.{fn.__qualname__}"
+                name = f"{fn.__module__}.{fn.__qualname__}"
+                if fn.__code__.co_filename.startswith("<"):
+                    # generated (a dataclass __init__): every dataclass shares its (file, name),
+                    # so the profiler confirms it by the identity of the code object
+                    self.generated.append((fn.__code__, name))
+                    self.codes[_key(fn.__code__)] = GENERATED
+                else:
+                    self.codes[_key(fn.__code__)] = name
                 self.references.add(name)
                 self.originals.add(id(fn))
                 self.reference_files.add(_key(fn.__code__)[0])

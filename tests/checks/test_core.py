@@ -353,3 +353,27 @@ def test_stdlib_dicts_read_as_plain_dicts_and_their_subclasses_fail() -> None:
 
     with pytest.raises(CheckFailure, match="subclass of dict"):
         plain(Sneaky(a=1))
+
+
+def test_own_dataclass_is_not_the_blocked_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """Generated __init__s share ("<string>", name): the watch must not confuse them."""
+    from dataclasses import dataclass
+
+    @grader("99.6", blocks=("minitorch.hardware.intensity:OpCost",), forbid=("math:fsum",))
+    def check_pair(student) -> str:
+        got = student(2, 3)
+        assert_close(float(got.flops), 2.0, case="pair")
+        return "1 case"
+
+    @dataclass
+    class Mine:
+        flops: float
+        bytes: float
+
+    check_pair(lambda f, b: Mine(f, b))
+    assert "passed" in capsys.readouterr().out
+
+    from minitorch.hardware.intensity import OpCost
+
+    with pytest.raises(ReferenceCalledError):
+        check_pair(lambda f, b: OpCost(f, b))
