@@ -289,3 +289,45 @@ def test_dispatch_combine_rejects_the_reference():
         match="combine",
         error=ReferenceCalledError,
     )
+
+
+# --------------------------------------------------------------------------- review additions
+def gating_unshifted(logits, k):
+    with np.errstate(all="ignore"):
+        p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    experts = np.argsort(-p, axis=1, kind="stable")[:, :k]
+    gates = np.take_along_axis(p, experts, 1)
+    return experts, gates / gates.sum(1, keepdims=True) if k > 1 else gates
+
+
+def gating_ties_to_higher(logits, k):
+    z = np.exp(logits - logits.max(1, keepdims=True))
+    p = z / z.sum(1, keepdims=True)
+    experts = np.argsort(p, axis=1)[:, ::-1][:, :k]
+    gates = np.take_along_axis(p, experts, 1)
+    return experts, gates / gates.sum(1, keepdims=True) if k > 1 else gates
+
+
+def aux_unshifted(logits):
+    n, e = logits.shape
+    with np.errstate(all="ignore"):
+        s = np.exp(logits).sum(1)
+        lse, p = np.log(s), np.exp(logits) / s[:, None]
+    f = np.bincount(logits.argmax(1), minlength=e) / n
+    return e * float((f * p.mean(0)).sum()), float((lse**2).mean())
+
+
+def aux_counts_not_fractions(logits):
+    e = logits.shape[1]
+    m = logits.max(1, keepdims=True)
+    lse = np.log(np.exp(logits - m).sum(1)) + m[:, 0]
+    p = np.exp(logits - lse[:, None])
+    f = np.bincount(p.argmax(1), minlength=e)
+    return float(e * (f * p.mean(0)).sum()), float((lse**2).mean())
+
+
+def test_review_wrong_answers():
+    rejects(lab10.check_top_k_gating, gating_unshifted, match="subtract each row's max")
+    rejects(lab10.check_top_k_gating, gating_ties_to_higher, match=r"got \[2, 1\], expected")
+    rejects(lab10.check_aux_losses, aux_unshifted, match="shift by the max of each row")
+    rejects(lab10.check_aux_losses, aux_counts_not_fractions, match="FRACTION of tokens")

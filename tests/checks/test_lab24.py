@@ -8,7 +8,9 @@ import numpy as np
 
 from minitorch.checks import lab24
 from minitorch.checks.core import ReferenceCalledError
+from minitorch.checks.lab24 import workers
 from minitorch.comm.collectives import all_gather, all_reduce, reduce_scatter
+from minitorch.comm.simworld import SimWorld
 from minitorch.parallel import sequence, tensor
 from minitorch.parallel.tensor import gelu, gelu_grad
 from tests.helpers.graders import rejects, unblocked_in
@@ -257,6 +259,193 @@ def test_activation_bytes():
     rejects(
         lab24.check_activation_bytes,
         sequence.korthikanti_bytes,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# ------------------------------------------------------------------------ 24.1 gloo, in process
+class _Sent:
+    def wait(self):
+        return None
+
+
+class _StandIn:
+    """SimComm with TorchDistComm's byte counter, flush and private handles (worker loop)."""
+
+    def __init__(self, comm):
+        import torch.distributed
+
+        self._c, self.rank, self.world_size = comm, comm.rank, comm.world_size
+        self._dist, self.bytes_sent = torch.distributed, 0
+        self.recv, self.irecv, self.barrier = comm.recv, comm.irecv, comm.barrier
+
+    def send(self, x, dst, tag=0):
+        self._c.send(x, dst, tag)
+        self.bytes_sent += np.asarray(x).nbytes
+
+    def isend(self, x, dst, tag=0):
+        self.send(x, dst, tag)
+        return _Sent()
+
+    def flush(self):
+        pass
+
+    def torch_all_reduce(self, x):
+        return all_reduce(self._c, x)
+
+
+def _sim_launch(target, world_size, *args, **kwargs):
+    """``launch`` stand-in: lab 24's worker loop on SimWorld ranks (no spawn)."""
+    assert target == "minitorch.checks.lab24.workers:tp_mlp_gloo"
+    return SimWorld(world_size).run(lambda c: workers.tp_mlp_gloo(_StandIn(c), *args))
+
+
+def _on_gloo(comm):
+    return type(comm).__module__ != "minitorch.comm.simworld"
+
+
+def forward_private_handle(comm, x, w1, b1, w2, b2):  # honest on SimWorld only
+    p = gelu(x @ w1 + b1) @ w2
+    return (comm.torch_all_reduce(p) if _on_gloo(comm) else all_reduce(comm, p)) + b2
+
+
+def forward_torch_collective(comm, x, w1, b1, w2, b2):  # honest on SimWorld only
+    p = gelu(x @ w1 + b1) @ w2
+    if not _on_gloo(comm):
+        return all_reduce(comm, p) + b2
+    import torch
+    import torch.distributed.distributed_c10d as c10d
+
+    t = torch.from_numpy(p.copy())
+    c10d.all_reduce(t)
+    return t.numpy() + b2
+
+
+def forward_through_bound_method(comm, x, w1, b1, w2, b2):  # honest on SimWorld only
+    p = gelu(x @ w1 + b1) @ w2
+    if not _on_gloo(comm):
+        return all_reduce(comm, p) + b2
+    import torch
+
+    t = torch.from_numpy(p.copy())
+    comm.send.__self__._dist.all_reduce(t)
+    return t.numpy() + b2
+
+
+HALF = 0.5
+
+
+def _half_sum(v):
+    return v.sum(axis=0) * HALF * 2
+
+
+def backward_with_module_alias_and_constant(comm, x, w1, b1, w2, dy):  # right, other globals
+    z = x @ w1 + b1
+    dz = (dy @ w2.T) * tensor.gelu_grad(z)
+    x2, dz2, a2, dy2 = (v.reshape(-1, v.shape[-1]) for v in (x, dz, gelu(z), dy))
+    return all_reduce(comm, dz @ w1.T), x2.T @ dz2, _half_sum(dz2), a2.T @ dy2, _half_sum(dy2)
+
+
+def test_tp_mlp_gloo_worker_refuses_collectives_and_private_handles(monkeypatch):
+    from minitorch.comm import torchdist
+
+    monkeypatch.setattr(torchdist, "launch", _sim_launch)
+    lab24.check_tp_mlp(tp_mlp_forward, backward_with_module_alias_and_constant)
+    rejects(
+        lab24.check_tp_mlp,
+        forward_private_handle,
+        tp_mlp_backward,
+        match="rank 0 raised .*'RankView' object has no attribute 'torch_all_reduce'.*send, recv",
+    )
+    for cheat in (forward_torch_collective, forward_through_bound_method):
+        rejects(lab24.check_tp_mlp, cheat, tp_mlp_backward, match="CollectiveCalled.*all_reduce")
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    assert dist.all_reduce is c10d.all_reduce  # restored after the check
+
+
+# --------------------------------------------------------------------------- review additions
+def forward_zeroing_the_case(comm, x, w1, b1, w2, b2):  # cheat: zero the grader's shards
+    for a in (x, w1, b1, w2):
+        a[...] = 0
+    return np.broadcast_to(b2, x.shape).copy()
+
+
+def backward_float32_dx(comm, x, w1, b1, w2, dy):
+    dx, *grads = tp_mlp_backward(comm, x, w1, b1, w2, dy)
+    return (dx.astype(np.float32), *grads)
+
+
+def attention_without_diagonal(comm, x, wq, wk, wv, wo, bo, heads):
+    s, b, _ = x.shape
+    d = wq.shape[1] // heads
+    q, k, v = ((x @ w).reshape(s, b, heads, d) for w in (wq, wk, wv))
+    scores = np.einsum("sbnd,tbnd->bnst", q, k) / np.sqrt(d)
+    mask = np.tril(np.ones((s, s), bool), -1)
+    mask[0, 0] = True
+    e = np.exp(np.where(mask, scores, -np.inf) - scores.max(-1, keepdims=True))
+    ctx = np.einsum("bnst,tbnd->sbnd", e / e.sum(-1, keepdims=True), v)
+    return all_reduce(comm, ctx.reshape(s, b, heads * d) @ wo) + bo
+
+
+def sp_without(comm, x, ln_g, ln_b, w1, b1, w2, b2, drop):
+    y, saved = sp_mlp_forward(comm, x, ln_g, ln_b, w1, b1, w2, b2)
+    return y - {"residual": x, "b2": b2}[drop], saved
+
+
+def bytes_sp_scores_whole(s, b, h, a, t, mode):
+    if mode == "sp":
+        return s * b * h * (34 / t + 5 * a * s / h)
+    return activation_bytes_per_layer(s, b, h, a, t, mode)
+
+
+def test_review_wrong_answers_and_cheats():
+    rejects(simulated, forward_zeroing_the_case, tp_mlp_backward, match="y is")
+    rejects(simulated, tp_mlp_forward, backward_float32_dx, match="float32.*keep float64")
+    rejects(
+        lab24.check_head_parallel_attention,
+        attention_without_diagonal,
+        match="first difference at index.*attend to itself",
+    )
+    rejects(lab24.check_sp_mlp, partial(sp_without, drop="residual"), match="residual is missing")
+    rejects(lab24.check_sp_mlp, partial(sp_without, drop="b2"), match="b2 is missing")
+    rejects(lab24.check_activation_bytes, bytes_sp_scores_whole, match="split by heads")
+
+
+def mlp_not_implemented(comm, x, w1, b1, w2, b2):
+    raise NotImplementedError("Exercise 24.1: ...")
+
+
+def test_whole_layer_counts_two_all_reduces_forward(capsys):
+    lab24.check_head_parallel_attention(tp_attention_forward, tp_mlp_forward)
+    assert "whole layers with your 24.1 MLP: 2 all-reduces forward" in capsys.readouterr().out
+    for mlp in (mlp_not_implemented, forward_gathering_weights, forward_bias_before_sum):
+        lab24.check_head_parallel_attention(tp_attention_forward, mlp)  # 24.1's mistake
+        assert "layers skipped: your tp_mlp_forward does not pass 24.1" in capsys.readouterr().out
+    rejects(
+        lab24.check_head_parallel_attention,
+        attention_reducing_x_too,
+        tp_mlp_forward,
+        match="ONE all-reduce",
+    )
+
+
+def attention_from_lab26(comm, x, wq, wk, wv, wo, bo, heads):
+    from minitorch.parallel.context import attention as causal
+
+    s, b, _ = x.shape
+    d = wq.shape[1] // heads
+    q, k, v = ((x @ w).reshape(s, b, heads, d).transpose(1, 2, 0, 3) for w in (wq, wk, wv))
+    ctx = causal(q, k, v, causal=True).transpose(2, 0, 1, 3).reshape(s, b, heads * d)
+    return all_reduce(comm, ctx @ wo) + bo
+
+
+def test_lab26_attention_is_blocked():
+    rejects(
+        lab24.check_head_parallel_attention,
+        attention_from_lab26,
         match="reference",
         error=ReferenceCalledError,
     )

@@ -17,10 +17,16 @@ from minitorch.checks.lab09.common import run_array_cases
 __all__ = ["check_causal_attention", "check_gqa"]
 
 _A = "minitorch.model.attention"
-_BLOCKS = (f"{_A}:scaled_dot_product_attention", f"{_A}:repeat_kv", f"{_A}:CausalSelfAttention")
-_GQA_BLOCKS = _BLOCKS[
-    1:
-]  # 09.2 may use attention itself (the reference stands in for a failed 09.1)
+_GQA_BLOCKS = (f"{_A}:repeat_kv", f"{_A}:CausalSelfAttention")
+# 09.1 also blocks the course's other causal attentions (labs 08 and 26), which solve it in a call;
+# 09.2 may use attention itself (the reference stands in for a failed 09.1)
+_BLOCKS = (
+    f"{_A}:scaled_dot_product_attention",
+    "minitorch.parallel.context:attention",
+    "minitorch.kernels.attention:naive_attention",
+    "minitorch.kernels.flash:flash_attention",
+    *_GQA_BLOCKS,
+)
 
 
 def _sdpa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -30,14 +36,23 @@ def _sdpa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _plain(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, mask: int | None
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    scale: float,
+    mask: int | None,
+    upper: bool = False,
+    axis: int = -1,
 ) -> np.ndarray:
     s = q @ np.swapaxes(k, -1, -2) * scale
     if mask is not None:
         s = np.where(np.tril(np.ones(s.shape[-2:], bool), k=mask), s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    return p / p.sum(axis=-1, keepdims=True) @ v
+    if upper:  # the anti-causal mask: keys j >= i
+        s = np.where(np.triu(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        s = s - s.max(axis=axis, keepdims=True)
+        p = np.exp(s)
+        return p / p.sum(axis=axis, keepdims=True) @ v
 
 
 _ATT_MISTAKES = (
@@ -56,6 +71,16 @@ _ATT_MISTAKES = (
     Mistake(
         "A query attends to its own position too: keep the diagonal (mask only j > i).",
         when=lambda got, q, k, v: bool(np.isnan(got).any()),
+    ),
+    Mistake(
+        "The mask hides the past: query i may see keys j <= i, so -inf goes where j > i "
+        "(np.triu(..., k=1) marks the future).",
+        lambda q, k, v: _plain(q, k, v, q.shape[-1] ** -0.5, None, upper=True),
+    ),
+    Mistake(
+        "The softmax runs over the keys, the last axis of the scores (each query's weights "
+        "sum to 1), not over the queries.",
+        lambda q, k, v: _plain(q, k, v, q.shape[-1] ** -0.5, 0, axis=-2),
     ),
 )
 

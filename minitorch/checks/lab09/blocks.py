@@ -44,7 +44,10 @@ _RMS_MISTAKES = (
 )
 
 
-@grader("09.5", blocks=(f"{_B}:rms_norm", f"{_B}:RMSNorm"))
+_RMS_HINT = "rms_norm = x / sqrt(mean(x^2 over the last axis) + eps) * weight (no centering)."
+
+
+@grader("09.5", blocks=(f"{_B}:rms_norm", f"{_B}:RMSNorm", "minitorch.kernels.fusion:rmsnorm"))
 def check_rms_norm(rms_norm: Callable[..., object]) -> str:
     """Exercise 09.5: rms_norm(x, weight, eps) over the last axis."""
     r, f = rng(95), fresh_rng("09.5")
@@ -54,18 +57,21 @@ def check_rms_norm(rms_norm: Callable[..., object]) -> str:
             (r.standard_normal((1, 4)), r.uniform(0.5, 2, 4), 1e-5),
             _rms,
             _RMS_MISTAKES,
+            _RMS_HINT,
         ),
         Case(
             "rows with a mean far from 0",
             (r.standard_normal((3, 8)) + 5, r.uniform(0.5, 2, 8), 1e-5),
             _rms,
             _RMS_MISTAKES,
+            _RMS_HINT,
         ),
         Case(
             "tiny values, eps = 0.1",
             (r.standard_normal((2, 3, 6)) * 1e-2, r.uniform(0.5, 2, 6), 0.1),
             _rms,
             _RMS_MISTAKES,
+            _RMS_HINT,
         ),
     ]
     c = int(f.integers(2, 65))
@@ -75,6 +81,7 @@ def check_rms_norm(rms_norm: Callable[..., object]) -> str:
             (f.standard_normal((2, int(f.integers(1, 9)), c)) * 3, f.uniform(0.5, 2, c), 1e-6),
             _rms,
             _RMS_MISTAKES,
+            _RMS_HINT,
         )
     )
     n = run_array_cases(rms_norm, cases, "normalized x")
@@ -99,10 +106,25 @@ _SWIGLU_MISTAKES = (
         "silu(z) = z * sigmoid(z), not sigmoid(z) alone (that is the original GLU).",
         lambda x, w1, w3, w2: (_sig(x @ w1.T) * (x @ w3.T)) @ w2.T,
     ),
+    Mistake(
+        "That is GELU on the gate (GeGLU): SwiGLU's gate is silu(z) = z * sigmoid(z).",
+        lambda x, w1, w3, w2: (_gelu(x @ w1.T) * (x @ w3.T)) @ w2.T,
+    ),
+    Mistake(
+        "Gate W1 and up W3 are swapped: silu goes on x W1^T.",
+        lambda x, w1, w3, w2: ((x @ w3.T) * _sig(x @ w3.T) * (x @ w1.T)) @ w2.T,
+    ),
 )
 
 
-_LAYOUT = "The weights are (out, in) like nn.Linear: x @ W.T, gate W1, up W3, down W2."
+def _gelu(z: np.ndarray) -> np.ndarray:
+    return 0.5 * z * (1.0 + np.tanh(0.7978845608028654 * (z + 0.044715 * z**3)))
+
+
+_LAYOUT = (
+    "swiglu = (silu(x W1^T) * x W3^T) W2^T, silu(z) = z * sigmoid(z); the weights are (out, "
+    "in) like nn.Linear: x @ W.T, gate W1, up W3, down W2."
+)
 
 
 @grader("09.6", blocks=(f"{_B}:MLP", f"{_B}:silu"))

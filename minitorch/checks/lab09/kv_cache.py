@@ -31,6 +31,10 @@ _MISTAKES = (
         "Every layer keeps its own cache: multiply by n_layer.",
         lambda c, t, b, s: 2 * c.n_kv_head * c.head_dim * t * b * s,
     ),
+    Mistake(
+        "That counts numbers, not bytes: multiply by itemsize (bytes per number).",
+        lambda c, t, b, s: _bytes(c, t, b, 1, c.n_kv_head, 2),
+    ),
 )
 
 
@@ -38,7 +42,14 @@ _MISTAKES = (
 def check_kv_cache_bytes(kv_cache_bytes: Callable[..., object]) -> str:
     """Exercise 09.7: kv_cache_bytes(config, seq_len, batch, itemsize) -> int."""
     f = fresh_rng("09.7")
-    configs = [
+    configs = [  # the first tells the mistakes apart: V x2, layers x3, itemsize x4, heads x8
+        (
+            "MQA, 3 layers, 8 query heads, 10 tokens, fp32",
+            GPTConfig(n_head=8, n_kv_head=1, n_layer=3),
+            10,
+            1,
+            4,
+        ),
         (
             "MHA, 3 layers, 2 sequences of 100, bf16",
             GPTConfig(n_head=8, n_kv_head=8, n_layer=3),
@@ -85,6 +96,6 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable[..., object]) -> str:
                 f"[{label}] predicted {shown:,} bytes, expected {case.want():,}. "
                 + case.diagnose(got, lambda a, w: a == w)
             )
-    want = _bytes(configs[3][1], 4096, 1, 2, 8, 2)
+    want = _bytes(configs[4][1], 4096, 1, 2, 8, 2)
     gib = want / 2**30
     return f"{len(configs)} configs exact; the 70B-like model caches {gib:.2f} GiB per 4k sequence"

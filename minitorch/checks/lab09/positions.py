@@ -28,10 +28,10 @@ def _truth(x: np.ndarray) -> np.ndarray:
     return torch_rope(torch.from_numpy(x)).numpy()
 
 
-def _rope_np(x: np.ndarray, exponent: float, half: bool, sign: float) -> np.ndarray:
+def _rope_np(x: np.ndarray, exponent: float, half: bool, sign: float, first: int = 0) -> np.ndarray:
     t, d = x.shape[-2:]
     theta = 10000.0 ** (-np.arange(d // 2) * exponent / d)
-    ang = np.arange(t)[:, None] * theta[None]
+    ang = np.arange(first, first + t)[:, None] * theta[None]
     c, s = np.cos(ang), sign * np.sin(ang)
     if half:
         a, b = x[..., : d // 2], x[..., d // 2 :]
@@ -54,10 +54,16 @@ _ROPE_MISTAKES = (
         "Multiply by exp(+j m theta): (a + jb)(cos + j sin) = (a cos - b sin) + j(a sin + b cos).",
         lambda x: _rope_np(x, 2.0, False, -1.0),
     ),
+    Mistake(
+        "Positions start at 0: the first row (m = 0) is not rotated.",
+        lambda x: _rope_np(x, 2.0, False, 1.0, first=1),
+    ),
 )
 
 
-@grader("09.3", blocks=(f"{_P}:apply_rope", f"{_P}:rope_tables"))
+@grader(
+    "09.3", blocks=(f"{_P}:apply_rope", f"{_P}:rope_tables", "minitorch.runtime.paged_model:_rope")
+)
 def check_rope(rope: Callable[..., object]) -> str:
     """Exercise 09.3: rope(x) for x (..., T, d), positions 0..T-1, base 10000."""
     r, f = rng(93), fresh_rng("09.3")
@@ -102,11 +108,22 @@ def _slopes(n: int) -> list[float]:
     return geo(p) if p == n else geo(p) + geo(2 * p)[0::2][: n - p]
 
 
+def _odd_wrong(n: int) -> list[float]:
+    p = 1 << (n.bit_length() - 1)
+    more = [2.0 ** (-8.0 * k / (2 * p)) for k in range(1, 2 * p + 1)][1::2]
+    return [2.0 ** (-8.0 * k / p) for k in range(1, p + 1)] + more[: n - p]
+
+
 _ALIBI_MISTAKES = (
     Mistake(
         "For n heads that is not a power of two, take the slopes of the closest power of two "
         "below n, then every other slope of twice that many heads (Press et al. 2022, 3.1).",
         lambda n: np.array([2.0 ** (-8.0 * k / n) for k in range(1, n + 1)]),
+    ),
+    Mistake(
+        "The extra slopes are every other slope of 2p heads starting with the first "
+        "([0::2]): 2^(-8 (2k - 1) / (2p)) for k = 1, 2, ...",
+        lambda n: np.array(_odd_wrong(n)),
     ),
     Mistake(
         "The first slope is 2^(-8/n), not 1: the sequence starts at its ratio.",
@@ -125,5 +142,5 @@ def check_alibi_slopes(alibi_slopes: Callable[..., object]) -> str:
     cases.append(
         Case(fresh(f"{n_f} heads"), (n_f,), lambda n: np.array(_slopes(n)), _ALIBI_MISTAKES)
     )
-    count = run_array_cases(alibi_slopes, cases, "slopes")
+    count = run_array_cases(alibi_slopes, cases, "slopes", "Press et al.'s closed form")
     return f"{count} head counts match Press et al.'s slopes (8 heads: 1/2 ... 1/256)"

@@ -17,7 +17,6 @@ from minitorch.checks.cases import fresh
 from minitorch.checks.compare import call
 from minitorch.checks.core import (
     CheckFailure,
-    assert_bits_equal,
     assert_close,
     assert_true,
     fresh_rng,
@@ -25,7 +24,13 @@ from minitorch.checks.core import (
 )
 from minitorch.checks.core import plain as _plain
 
-__all__ = ["check_assign_slots", "check_top_k_gating", "loop_slots", "loop_top_k"]
+__all__ = [
+    "assert_ints_equal",
+    "check_assign_slots",
+    "check_top_k_gating",
+    "loop_slots",
+    "loop_top_k",
+]
 
 _R = "minitorch.model.moe_router"
 _BLOCKS = (
@@ -34,6 +39,30 @@ _BLOCKS = (
     f"{_R}:router_probs",
     "minitorch.model.moe:MoE",
 )
+
+
+def assert_ints_equal(actual: object, expected: object, *, case: str, what: str,
+                      hint: str = "") -> None:  # fmt: skip
+    """Exact equality of integer (or boolean) arrays, the first wrong row shown in decimal
+    (expert ids, slots and orders are counts, not bit patterns)."""
+    a, e = np.asarray(actual), np.asarray(expected)
+    if a.shape != e.shape:
+        raise CheckFailure(f"[{case}] {what} has shape {a.shape}, expected {e.shape}.")
+    if a.dtype.kind not in "iub" and e.dtype.kind in "iub":
+        raise CheckFailure(f"[{case}] {what} must be integers, got dtype {a.dtype}.")
+    bad = a != e
+    if not bad.any():
+        return
+    first = int(np.argwhere(bad)[0][0])
+    where = (
+        f"at index {first}: got {a[first].tolist()}, expected {e[first].tolist()}"
+        if a.ndim == 1
+        else f"first in row {first}: got {a[first].tolist()}, expected {e[first].tolist()}"
+    )
+    raise CheckFailure(
+        f"[{case}] {what} differ in {int(bad.sum())} of {bad.size} entries; {where}."
+        + (f" {hint}" if hint else "")
+    )
 
 
 def loop_top_k(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -91,11 +120,17 @@ def check_top_k_gating(top_k_gating: Callable[..., object]) -> str:
     for case, logits, k in cases:
         experts, gates = _pair(call(top_k_gating, logits.copy(), k), case, "(experts, gates)")
         want_e, want_g = loop_top_k(logits, k)
+        if gates.dtype.kind in "fc" and not np.all(np.isfinite(gates)):
+            assert_true(
+                False,
+                f"[{case}] your gates hold inf/nan: exp overflows for large logits; subtract "
+                "each row's max before exp (softmax is unchanged).",
+            )
         p = torch.softmax(torch.from_numpy(logits), dim=-1).numpy()
         flipped = want_e[:, ::-1]
         if k > 1 and experts.shape == want_e.shape and np.array_equal(experts, flipped):
             assert_true(False, f"[{case}] your experts are in ascending order: best first.")
-        assert_bits_equal(
+        assert_ints_equal(
             experts,
             want_e,
             case=case,
@@ -151,7 +186,7 @@ def check_assign_slots(assign_slots: Callable[..., object]) -> str:
                 "Priority: every token's first choice, in token order, then the second "
                 "choices (GShard): a token's second choice never evicts another's first."
             )
-        assert_bits_equal(position, want_pos, case=case, what="position", hint=hint)
+        assert_ints_equal(position, want_pos, case=case, what="position", hint=hint)
         assert_true(
             keep.shape == want_keep.shape and keep.dtype.kind in "biu",
             f"[{case}] keep must be a boolean array of shape {want_keep.shape}.",
@@ -162,7 +197,7 @@ def check_assign_slots(assign_slots: Callable[..., object]) -> str:
             f"[{case}] an expert keeps {int(kept.max(initial=0))} assignments, over its capacity "
             f"of {cap}: keep = position < capacity.",
         )
-        assert_bits_equal(
+        assert_ints_equal(
             keep,
             want_keep,
             case=case,

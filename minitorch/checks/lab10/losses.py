@@ -136,9 +136,17 @@ def check_aux_losses(aux_losses: Callable[..., object]) -> str:
         balance = number(got[0], case=case, message=f"[{case}] the balance loss is a number.")
         z = number(got[1], case=case, message=f"[{case}] the z-loss is a number.")
         want_b, want_z = torch_aux_losses(logits)
+        assert_true(
+            bool(np.isfinite(balance) and np.isfinite(z)),
+            f"[{case}] your losses are ({balance}, {z}): exp overflows for logits this large; "
+            "shift by the max of each row before exp (softmax and logsumexp are unchanged).",
+        )
         p = torch.softmax(torch.from_numpy(logits), dim=-1).numpy()
         hint = "L_aux = E * sum_i f_i P_i: f_i counts argmax choices, P_i averages probabilities."
-        if np.isclose(balance, want_b / logits.shape[1]) and not np.isclose(want_b, balance):
+        n_tok = logits.shape[0]
+        if n_tok > 1 and np.isclose(balance, want_b * n_tok) and not np.isclose(want_b, balance):
+            hint = "f_i is the FRACTION of tokens whose argmax is i (divide the counts by N)."
+        elif np.isclose(balance, want_b / logits.shape[1]) and not np.isclose(want_b, balance):
             hint = "Multiply by E, so that a uniform router scores 1 for any number of experts."
         elif np.isclose(balance, logits.shape[1] * (p.mean(0) ** 2).sum()):
             hint = "f_i is the fraction of tokens whose *argmax* is i (an argmax), not P_i."

@@ -30,6 +30,7 @@ BLOCKS = tuple(
         "vocab_parallel_cross_entropy",
     )
 ) + tuple(f"{_S}:{n}" for n in ("layer_forward", "korthikanti_bytes", "sp_mlp_forward"))
+BLOCKS += ("minitorch.parallel.context:attention",)  # lab 26's causal attention: 24.2 in a call
 
 _C = 0.7978845608028654
 
@@ -78,8 +79,10 @@ def plain_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def plain_attention(x: np.ndarray, w: Sequence[np.ndarray], bo: np.ndarray, a: int,
-                    causal: bool = True, scale: float | None = None) -> np.ndarray:  # fmt: skip
-    """Causal multi-head attention, one (batch, head) at a time; ``w = (wq, wk, wv, wo)``."""
+                    causal: bool = True, scale: float | None = None,
+                    strict: bool = False) -> np.ndarray:  # fmt: skip
+    """Causal multi-head attention, one (batch, head) at a time; ``w = (wq, wk, wv, wo)``.
+    ``strict``: the wrong mask j < i (a token does not see itself; token 0 still does)."""
     s, b, h = x.shape
     d = h // a
     out = np.zeros((s, b, h))
@@ -91,6 +94,8 @@ def plain_attention(x: np.ndarray, w: Sequence[np.ndarray], bo: np.ndarray, a: i
             sc = q @ k.T * (scale if scale is not None else 1 / np.sqrt(d))
             if causal:
                 sc[np.triu_indices(s, 1)] = -np.inf
+            if strict:
+                sc[np.arange(1, s), np.arange(1, s)] = -np.inf
             e = np.exp(sc - sc.max(axis=1, keepdims=True))
             ctx[:, cols] = (e / e.sum(axis=1, keepdims=True)) @ v
         out[:, j] = ctx @ w[3] + bo
@@ -102,13 +107,22 @@ def run_ranks(student: Any, exercise: str, t: int, args: list[tuple[Any, ...]],
     """``student(comm, *args[r])`` on every rank of a SimWorld(t), guarded; plain results."""
     world = SimWorld(t)
     raw = getattr(student, "fn", student)
+    # every rank gets its own copies: shards cut with np.split are views of the grader's case,
+    # which a learner's in-place edit would otherwise change under the ground truth
+    args = [tuple(np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in a)
+            for a in args]  # fmt: skip
     columns = [[a[i] for a in args] for i in range(len(args[0]))]
     outs = guarded(lambda: world.run(raw, *columns, per_rank=True), exercise, BLOCKS)()
     return [plain(o, what=what, case=label) for o in outs], world
 
 
 def close(got: Any, want: np.ndarray, atol: float = 1e-9) -> bool:
-    """Same shape, float values within ``atol`` (relative 1e-9)."""
+    """Same shape, float values within ``atol`` (relative 1e-9); a list of numbers counts."""
+    if isinstance(got, list):
+        try:
+            got = np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            return False
     if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype.kind not in "fiu":
         return False
     return bool(np.allclose(got, want, rtol=1e-9, atol=atol))
@@ -129,7 +143,20 @@ def expect(label: str, r: int, got: Any, want: np.ndarray, hints: Sequence[tuple
     hint = next((msg for alt, msg in hints if alt is not None and close(got, alt, atol)), default)
     if isinstance(got, np.ndarray) and got.shape != want.shape:
         hint = f"Expected shape {want.shape}, got {got.shape}. " + hint
-    raise CheckFailure(f"[{label}] rank {r}: {what} is {show(got)}, expected {show(want)}. {hint}")
+    elif isinstance(got, np.ndarray) and got.dtype != want.dtype and close(got, want, 1e-3):
+        hint = (
+            f"Your {what} is {got.dtype}, close but not to 1e-9: keep float64 throughout "
+            "(no casts before the collectives)."
+        )
+    where = ""
+    if isinstance(got, np.ndarray) and got.shape == want.shape and got.dtype.kind in "fiu":
+        bad = ~np.isclose(got, want, rtol=1e-9, atol=atol)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            where = f" (first difference at index {idx}: {got[idx]:.6g} vs {want[idx]:.6g})"
+    raise CheckFailure(
+        f"[{label}] rank {r}: {what} is {show(got)}, expected {show(want)}{where}. {hint}"
+    )
 
 
 def all_reduce_bytes(t: int, nbytes: int) -> int:

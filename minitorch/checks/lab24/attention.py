@@ -4,6 +4,11 @@ The learner's ``tp_attention_forward(comm, x, wq, wk, wv, wo, bo, heads)`` runs 
 of a SimWorld (t = 1, 2, 4) with rank r's ``heads = a / t`` heads: the matching column slices
 of W_q, W_k, W_v and row slice of W_o. Ground truth: full multi-head causal attention written
 here one (batch, head) at a time. Budget: exactly one all-reduce of ``(s, b, h)``.
+
+Given the learner's ``tp_mlp_forward`` (24.1) as well, the check then runs whole TP layers,
+``h = x + attn(LN(x))``, ``y = h + mlp(LN(h))`` (t = 2 and a fresh t = 4), and counts: equal to
+the unsharded layer with exactly TWO all-reduces of ``(s, b, h)`` forward. When that MLP alone
+does not match the unsharded one, the layer stage is skipped with a note (24.1 grades it).
 """
 
 from __future__ import annotations
@@ -14,15 +19,20 @@ from typing import Any
 import numpy as np
 
 from minitorch.checks.cases import fresh
-from minitorch.checks.core import fresh_rng, grader
+from minitorch.checks.core import fresh_rng, grader, guarded, plain
 from minitorch.checks.lab24._world import (
     BLOCKS,
     all_reduce_bytes,
     budget,
     expect,
+    mlp_case,
+    mlp_shards,
     plain_attention,
+    plain_layer_norm,
+    plain_mlp,
     run_ranks,
 )
+from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_head_parallel_attention"]
 
@@ -47,9 +57,70 @@ def _fresh_case(gen: np.random.Generator) -> tuple[int, ...]:
     )
 
 
+def _ln(v: np.ndarray) -> np.ndarray:
+    mu = v.mean(axis=-1, keepdims=True)
+    return (v - mu) / np.sqrt(((v - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def _layer(attn: Any, mlp: Any, t: int, s: int, b: int, h: int, a: int, seed: int,
+           label: str) -> str:  # fmt: skip
+    """One TP layer forward from the learner's two blocks: values and the all-reduce count."""
+    c = mlp_case(seed, s, b, h)
+    w = [np.random.default_rng(seed + 1).standard_normal((h, h)) / np.sqrt(h) for _ in range(4)]
+    bo, one = 0.1 * c["b2"][::-1].copy(), np.ones(h)
+    x = c["x"]
+    mid = x + plain_attention(plain_layer_norm(x, one, 0 * one), w, bo, a)
+    want = mid + plain_mlp(c, plain_layer_norm(mid, one, 0 * one))
+    raw_a, raw_m = (getattr(f, "fn", f) for f in (attn, mlp))
+    # the learner's MLP alone first: a 24.1 mistake must not cost 24.2
+    alone = SimWorld(t)
+    try:
+        got = guarded(
+            lambda: alone.run(
+                lambda comm: raw_m(
+                    comm,
+                    mid.copy(),
+                    *(v.copy() for v in mlp_shards(c, t, comm.rank)),
+                    c["b2"].copy(),
+                )
+            ),
+            "24.2",
+            BLOCKS,
+        )()
+    except Exception:  # not implemented, raises, calls the reference: 24.1's business
+        return "skipped: your tp_mlp_forward does not pass 24.1 yet"
+    if not all(isinstance(g, np.ndarray) and g.shape == mid.shape and np.allclose(
+            g, plain_mlp(c, mid), rtol=1e-9, atol=1e-9) for g in got) or sum(
+            alone.bytes_sent) != all_reduce_bytes(t, x.nbytes):  # fmt: skip
+        return "skipped: your tp_mlp_forward does not pass 24.1 yet"
+
+    def rank(comm: Any) -> Any:
+        r = comm.rank
+        qkv = [np.split(m, t, axis=1)[r].copy() for m in w[:3]]
+        h1 = x + raw_a(comm, _ln(x), *qkv, np.split(w[3], t)[r].copy(), bo.copy(), a // t)
+        return h1 + raw_m(comm, _ln(h1), *(v.copy() for v in mlp_shards(c, t, r)), c["b2"].copy())
+
+    world = SimWorld(t)
+    outs = guarded(lambda: world.run(rank), "24.2", BLOCKS)()
+    for r, out in enumerate(outs):
+        expect(label, r, plain(out, what="the layer's output", case=label), want, [], "y",
+               "Your attention and MLP each pass alone; composed they do not?")  # fmt: skip
+    budget(
+        label,
+        world,
+        2 * all_reduce_bytes(t, x.nbytes),
+        "A tensor-parallel layer "
+        "forward is TWO all-reduces of (s, b, h): one after attention, one after the MLP.",
+    )
+    return "ok"
+
+
 @grader("24.2", blocks=BLOCKS)
-def check_head_parallel_attention(tp_attention_forward: Callable[..., Any]) -> str:
-    """Exercise 24.2: attention sharded by heads equals the full layer; one all-reduce."""
+def check_head_parallel_attention(
+    tp_attention_forward: Callable[..., Any], tp_mlp_forward: Callable[..., Any] | None = None
+) -> str:
+    """Exercise 24.2: attention sharded by heads equals the full layer; one all-reduce. With
+    24.1's ``tp_mlp_forward``: whole TP layers forward, exactly two all-reduces."""
     gen = fresh_rng("24.2")
     specs = list(_TEACHING) + [_fresh_case(gen) for _ in range(2)]
     for i, (t, s, b, h, a, seed) in enumerate(specs):
@@ -70,6 +141,8 @@ def check_head_parallel_attention(tp_attention_forward: Callable[..., Any]) -> s
              "mask scores[i, j] for j > i with -inf before the softmax (causal)."),
             (plain_attention(x, w, bo, a, scale=1 / np.sqrt(h)), "Scale the scores by "
              "1/sqrt(d) with d = h / a the HEAD dimension, not the hidden size."),
+            (plain_attention(x, w, bo, a, strict=True), "Token i must attend to itself too: "
+             "mask j > i only (np.tril with the diagonal, or triu(..., k=1) as the -inf part)."),
             (want + (t - 1) * bo, "bo was added on every rank before the all-reduce: add it "
              "once, after."),
         ]  # fmt: skip
@@ -93,7 +166,22 @@ def check_head_parallel_attention(tp_attention_forward: Callable[..., Any]) -> s
             expect(label, r, got, want, rank_hints, "y", default)
         one = "Attention sharded by heads needs no communication until the output projection: "
         budget(label, world, all_reduce_bytes(t, x.nbytes), one + "ONE all-reduce of (s, b, h).")
+    layers = ""
+    if tp_mlp_forward is not None:
+        t4 = (4, int(gen.integers(1, 5)), int(gen.integers(1, 3)), 8, 4,
+              int(gen.integers(1, 2**30)))  # fmt: skip
+        runs = [_layer(tp_attention_forward, tp_mlp_forward, *case, label=lab) for case, lab in (
+            ((2, 4, 2, 8, 4, 2425), "layer t=2, s=4, b=2, h=8, heads=4"),
+            (t4, fresh(f"layer t=4, s={t4[1]}, b={t4[2]}, h=8, heads=4")))]  # fmt: skip
+        layers = (
+            (
+                "; whole layers with your 24.1 MLP: 2 all-reduces forward (+ 2 backward: "
+                "24.1's dx and attention's)"
+            )
+            if runs == ["ok", "ok"]
+            else f"; layers {runs[0]}"
+        )
     return (
         f"{len(specs)} attention layers (t = 1..4, 2 fresh) equal full causal multi-head "
-        "attention; one all-reduce of (s, b, h) each"
+        f"attention; one all-reduce of (s, b, h) each{layers}"
     )

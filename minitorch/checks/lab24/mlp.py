@@ -5,11 +5,15 @@ b1, w2, dy)`` run on every rank of a SimWorld (t = 1, 2, 4) with rank r's column
 and b1 and row slice of W2. Ground truth: the unsharded MLP in plain numpy (forward) and torch
 autograd on it in float64 (backward), both computed outside the learner's call. Budget: each
 direction moves exactly one all-reduce of ``(s, b, h)`` (``2 (t-1)`` times its bytes in all,
-naive or ring). Then one batch on 2 real gloo processes (one launch), same comparisons.
+naive or ring). Then one batch on 2 real gloo processes (one launch), same comparisons: there
+the learner's functions travel as source (with the modules, importable functions and
+constants they name) and get a protocol-only view of the communicator, torch.distributed's
+collectives refused (``workers.tp_mlp_gloo``).
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import textwrap
 from collections.abc import Callable
@@ -122,39 +126,94 @@ def _names(code: Any) -> set[str]:
     return out
 
 
-def _sources(fn: Any) -> list[tuple[str, str]]:
-    """The source of ``fn`` and of the helper functions it calls from its own module/cells."""
+_PLAIN = (int, float, complex, bool, str, bytes, type(None), np.generic)
+
+
+def _importable(obj: Any) -> str | None:
+    """``"module:qualname"`` that imports back to ``obj`` in a fresh process, or None."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except Exception:  # not importable: a notebook's own object
+        return None
+    return f"{module}:{qualname}" if found is obj else None
+
+
+def _extra(value: Any) -> tuple[str, Any] | None:
+    """How a global the learner's code names travels to a rank: a module by name, an
+    importable function or class by ``module:qualname``, a constant by value."""
+    if inspect.ismodule(value):
+        return "module", value.__name__
+    if isinstance(value, _PLAIN) or (isinstance(value, tuple) and all(
+            isinstance(v, _PLAIN) for v in value)):  # fmt: skip
+        return "value", value
+    if isinstance(value, np.ndarray) and value.nbytes <= 1 << 20:
+        return "value", np.array(value)
+    where = _importable(value) if callable(value) else None
+    return ("attr", where) if where else None
+
+
+def _sources(fn: Any) -> tuple[list[tuple[str, str]], dict[str, tuple[str, Any]]]:
+    """The source of ``fn`` and of the helper functions it calls from its own module/cells,
+    and how the other globals they name travel (modules, importable functions, constants)."""
     out: list[tuple[str, str]] = []
+    extras: dict[str, tuple[str, Any]] = {}
     todo, seen = [fn], set()
     while todo:
         f = todo.pop()
-        if f.__name__ in seen:
+        if f.__code__ in seen:
             continue
-        seen.add(f.__name__)
+        seen.add(f.__code__)
         try:
             out.insert(0, (textwrap.dedent(inspect.getsource(f)), f.__name__))
         except (OSError, TypeError) as exc:
             raise CheckFailure(f"Exercise 24.1: cannot read the source of {f.__name__} ({exc}); "
                                "define it with def in a cell.") from None  # fmt: skip
         for name in _names(f.__code__):
-            g = f.__globals__.get(name)
+            if name not in f.__globals__:
+                continue
+            g = f.__globals__[name]
             if inspect.isfunction(g) and g.__module__ == fn.__module__:
                 todo.append(g)
-    return out
+            elif (how := _extra(g)) is not None:
+                extras.setdefault(name, how)
+    return out, extras
+
+
+_RANK_VIEW = (
+    "On gloo your functions get a communicator with rank, world_size, send, recv, isend, "
+    "irecv and barrier only, and torch.distributed's collectives are switched off: build the "
+    "all-reduce from the course's collectives (all_reduce from the setup) or from send/recv."
+)
+
+
+def _gloo_hint(rec: dict[str, Any]) -> str:
+    err = rec["error"]
+    if "CollectiveCalled" in err or "RankView" in err:
+        return _RANK_VIEW
+    if err.startswith("NameError"):
+        return ("Your functions run from their source in a fresh process: define every helper "
+                "with def in the notebook, or import it inside the function.")  # fmt: skip
+    return ""
 
 
 def _gloo(fwd: Any, bwd: Any, specs: list[tuple[int, int, int, int, int]]) -> int:
     from minitorch.comm.torchdist import RankError, launch
 
     sources: list[tuple[str, str]] = []
+    extras: dict[str, tuple[str, Any]] = {}
     for f in (fwd, bwd):
-        for item in _sources(inspect.unwrap(getattr(f, "fn", f))):
-            if item not in sources:
-                sources.append(item)
+        found, more = _sources(inspect.unwrap(getattr(f, "fn", f)))
+        sources += [item for item in found if item not in sources]
+        extras = {**more, **extras}
     names = [inspect.unwrap(getattr(f, "fn", f)).__name__ for f in (fwd, bwd)]
     try:
         runs = launch("minitorch.checks.lab24.workers:tp_mlp_gloo", 2, sources, names, specs,
-                      timeout=90)  # fmt: skip
+                      extras, timeout=90)  # fmt: skip
     except RankError as exc:
         raise CheckFailure(f"Exercise 24.1: a gloo rank failed:\n{str(exc)[-1500:]}") from None
     for k, (_, s, b, h, seed) in enumerate(specs):
@@ -163,7 +222,7 @@ def _gloo(fwd: Any, bwd: Any, specs: list[tuple[int, int, int, int, int]]) -> in
         for r in range(2):
             rec = runs[r][k]
             if rec["error"]:
-                raise CheckFailure(f"[{label}] rank {r} raised {rec['error']}")
+                raise CheckFailure(f"[{label}] rank {r} raised {rec['error']}. {_gloo_hint(rec)}")
             expect(label, r, rec["y"], want, [], "y", "Equal on SimWorld but not on gloo?")
             expect(label, r, rec["dx"], g["x"], [], "dx", "Equal on SimWorld but not on gloo?")
             expect(label, r, rec["dw1"], np.split(g["w1"], 2, axis=1)[r], [], "dw1", "")

@@ -76,7 +76,12 @@ def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
             y, saved = got
             want = np.split(full, t)[r]
             expect(label, r, y, want, [(full, "That is every row: under SP a rank ends with "
-                   "ITS s/t rows -- reduce-scatter the row-parallel output, do not all-reduce.")],
+                   "ITS s/t rows -- reduce-scatter the row-parallel output, do not all-reduce."),
+                   (want - rows[r], "The residual is missing: y = x + MLP(LN(x))."),
+                   (want - c["b2"], "b2 is missing: add the whole bias once, after the "
+                    "reduce-scatter."),
+                   (want + (t - 1) * c["b2"], "b2 was added on every rank before the "
+                    "reduce-scatter: add it after.") if t > 1 else (None, "")],
                    "y", "y = x + (gelu(all_gather(LN(x)) W1_r + b1_r) W2_r, reduce-scattered) "
                    "+ b2, on this rank's rows.")  # fmt: skip
             kept = sum(2 * v.size for v in saved.values() if isinstance(v, np.ndarray))
@@ -118,7 +123,15 @@ _MODE_HINTS = {
             "That is TP + SP. With TP alone the LayerNorm inputs, the block inputs, and the "
             "dropout masks after each block are replicated on every rank: 10 sbh stays whole."),
            (lambda s, b, h, a, t: s * b * h * (10 + 24 / t + 5 * a * s / h),
-            "The attention scores are split by heads too: 5as^2b/t.")],
+            "The attention scores are split by heads too: 5as^2b/t."),
+           (lambda s, b, h, a, t: s * b * h * (34 + 5 * a * s / (h * t)),
+            "TP splits the 24 sbh inside the blocks (the matmul outputs, attention's Q, K, V, "
+            "GeLU input, ...) by t: 10 + 24/t.")],
+    "sp": [(lambda s, b, h, a, t: s * b * h * (34 / t + 5 * a * s / h),
+            "The attention scores are split by heads: 5as^2b/t."),
+           (lambda s, b, h, a, t: s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
+            "That is TP alone: with SP the 10 sbh (LayerNorm inputs, block inputs, dropout "
+            "masks) is split along the sequence too, 34 sbh/t in all.")],
     "none": [(lambda s, b, h, a, t: s * b * h * (34 + 5 * a * s / h) / t, "No parallelism: t "
               "plays no part.")],
     "recompute": [(lambda s, b, h, a, t: s * b * h, "Only the layer input is kept, in 16-bit: "

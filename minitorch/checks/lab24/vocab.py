@@ -81,7 +81,8 @@ def check_vocab_cross_entropy(vocab_parallel_cross_entropy: Callable[..., Any]) 
                       "first (e.g. all_gather the n per-rank maxima and take the max).")
                      for m in (own, logits.max(axis=1))] if t > 1 else []  # fmt: skip
             expect(label, r, got[0], loss, hints, "loss",
-                   "loss_i = log(sum over ALL ranks of exp(l - m)) + m - l[target_i].",
+                   "loss_i = log(sum over ALL ranks of exp(l - m)) + m - l[target_i]; the "
+                   "rank with 0 <= target - start < V/t (its column 0 included) owns it.",
                    atol=1e-8)  # fmt: skip
             want = np.split(grad, t, axis=1)[r]
             expect(label, r, got[1], want, [(want * n, "That is the gradient of the SUM: "
