@@ -89,6 +89,17 @@ def test_quantize_rejects_known_wrong_variants(fn, match):
     rejects(lab11.check_quantize, fn, match=match)
 
 
+def no_zero_group_guard(w, bits, group_size, symmetric):
+    """Right everywhere except an all-zero group, whose scale stays 0 (NaN hidden)."""
+    q, scale, zero = quantize_groups(w, bits, group_size, symmetric)
+    flat = np.all(w.reshape(w.shape[0], -1, group_size) == 0, axis=2)
+    return q, np.where(flat, 0.0, scale), zero
+
+
+def test_quantize_rejects_a_scale_of_zero_for_an_all_zero_group():
+    rejects(lab11.check_quantize, no_zero_group_guard, match="all-zero group must get scale 1.0")
+
+
 def test_quantize_rejects_the_reference():
     def calls_reference(w, bits, g, sym):
         qt = quant.quantize(w, bits, symmetric=sym, granularity=g)
@@ -129,6 +140,20 @@ def pack_one_per_byte(q):
 )
 def test_pack_rejects_wrong_packers(fns, match):
     rejects(lab11.check_pack_int4, *fns, match=match)
+
+
+def test_pack_rejects_an_unpack_that_replays_what_pack_saw():
+    seen = {}
+
+    def pack_and_remember(q):
+        p = pack(q)
+        seen[p.tobytes()] = q.copy()
+        return p
+
+    def replay(p):
+        return seen[p.tobytes()] if p.tobytes() in seen else np.zeros((p.shape[0], 2 * p.shape[1]))
+
+    rejects(lab11.check_pack_int4, pack_and_remember, replay, match="decode any packed bytes")
 
 
 def test_pack_rejects_the_reference():

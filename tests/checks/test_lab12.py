@@ -103,6 +103,7 @@ def _counts(layers, r, itemsize, *, moments=2, lora_bias=False):
     ("wrong", "match"),
     [
         (lambda ls, r, it: _counts(ls, r, it, moments=1), "TWO moments"),
+        (lambda ls, r, it: _counts(ls, r, it, moments=3), "gradients .*are not AdamW state"),
         (lambda ls, r, it: _counts(ls, r, it, lora_bias=True), "freezes the biases"),
         (lambda ls, r, it: tuple(always_equal(v) for v in _counts(ls, r, it)), "subclass"),
     ],
@@ -153,7 +154,11 @@ def multi_minus_one_wraps(x, w, b, adapters, ids):  # ids -1 indexes the last ad
 
 @pytest.mark.parametrize(
     ("wrong", "match"),
-    [(multi_minus_one_wraps, "base layer alone"), (multi_merged, "Do not merge")],
+    [
+        (multi_minus_one_wraps, "base layer alone"),
+        (multi_merged, "Do not merge"),
+        (lambda x, w, b, adapters, ids: multi(x, w, b, adapters, ids) - b, "adds the bias b"),
+    ],
 )
 def test_multi_adapter_rejects_wrong_and_over_budget(wrong, match):
     rejects(lab12.check_multi_adapter, wrong, match=match)

@@ -3,15 +3,21 @@
 One real launch (21.5): the ring passes on 3 gloo ranks. Wrong answers of 21.5 are rejected
 in-process: the worker's grading loop runs on SimWorld ranks with a stand-in for
 TorchDistComm (a ring sending whole buffers fails on bytes, a call of dist.all_reduce raises).
+The rank's seal (:mod:`minitorch.checks.lab21.seal`) is tested in one spawned process (torch
+imported once), each attack in a forked child of it: collectives, torch, the reference, frames,
+gc, profilers, files, threads, processes, sockets, code creation and forged window events.
 """
 
 from __future__ import annotations
 
 import math
+import re
+
+import numpy as np
 
 from minitorch.checks import lab21
 from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.lab21 import workers
+from minitorch.checks.lab21 import seal, workers
 from minitorch.comm import allreduce as A
 from minitorch.comm import collectives as C
 from minitorch.comm import cost
@@ -96,6 +102,12 @@ def test_ring():
     rejects(lab21.check_ring_all_reduce, A.ring_all_reduce, match="ref", error=ReferenceCalledError)
     rejects(lab21.check_ring_all_reduce, unblocked(C.all_reduce), match="messages per rank")
 
+    def in_place(comm, x):  # right sums, but into the caller's x
+        x[:] = ring(comm, x)
+        return x
+
+    rejects(lab21.check_ring_all_reduce, in_place, match="changed in place")
+
 
 # --------------------------------------------------------------------------- 21.2 halving-doubling
 def halving_doubling(comm, x):
@@ -156,6 +168,8 @@ def test_crossover():
         return (p - 1 - math.log2(p)) * a / ((math.log2(p) - (p - 1) / p) * b)
 
     rejects(lab21.check_crossover, no_ceil, match="ceil")
+    no_guard = lambda p, a, b: crossover(max(p, 4), a, b) if p > 3 else -1.0  # noqa: E731
+    rejects(lab21.check_crossover, no_guard, match=r"\(1, 1e-06, 1e-09\).*return 0\.0")
     rejects(lab21.check_crossover, lambda p, a, b: crossover(p, a, b) / 8, match="model gives")
     rejects(lab21.check_crossover, cost.crossover_bytes, match="ref", error=ReferenceCalledError)
 
@@ -224,6 +238,21 @@ def gloo_whole(comm, x):
     return total
 
 
+def gloo_widened(comm, x):  # right sums, but 8-byte chunks for int32 and float32 buffers
+    p, r = comm.world_size, comm.rank
+    buf = x.astype(np.float64)
+    n = len(buf)
+    starts = [j * (n // p) + min(j, n % p) for j in range(p + 1)]
+    b = [slice(starts[j], starts[j + 1]) for j in range(p)]
+    for s in range(p - 1):
+        comm.send(buf[b[(r - s) % p]], (r + 1) % p)
+        buf[b[(r - s - 1) % p]] += comm.recv((r - 1) % p)
+    for s in range(p - 1):
+        comm.send(buf[b[(r + 1 - s) % p]], (r + 1) % p)
+        buf[b[(r - s) % p]] = comm.recv((r - 1) % p)
+    return buf
+
+
 def calls_dist(comm, x):
     import torch
     import torch.distributed as dist
@@ -241,7 +270,9 @@ def test_ring_on_gloo():
 def _sim_launch(target, world_size, *args, **kwargs):
     """``launch`` stand-in: the worker loop on SimWorld ranks (no spawn)."""
     assert target == "minitorch.checks.lab21.workers:grade_ring"
-    return SimWorld(world_size).run(lambda c: workers.grade_ring(_StandIn(c), *args))
+    *args, secret = args
+    secret = {**secret, "seal": False}  # no audit hook in the test process
+    return SimWorld(world_size).run(lambda c: workers.grade_ring(_StandIn(c), *args, secret))
 
 
 def test_ring_on_gloo_rejects_in_process(monkeypatch):
@@ -250,6 +281,7 @@ def test_ring_on_gloo_rejects_in_process(monkeypatch):
     monkeypatch.setattr(gloo, "launch", _sim_launch)
     lab21.check_ring_on_gloo(gloo_ring)  # the stand-in passes the right answer
     rejects(lab21.check_ring_on_gloo, gloo_whole, match="right sums, but ranks sent")
+    rejects(lab21.check_ring_on_gloo, gloo_widened, match="keep x's dtype")
     # caught by the dry run on SimWorld, before any spawn
     rejects(lab21.check_ring_on_gloo, A.ring_all_reduce, match="ref", error=ReferenceCalledError)
     rejects(lab21.check_ring_on_gloo, lambda c, x: ring(c, x, gather=False), match="21.1's ring")
@@ -301,3 +333,65 @@ def test_worker_refuses_collectives_and_hides_the_communicator():
     assert all("AttributeError" in e for e, _ in errors)
     ok = SimWorld(3).run(rank, inspect.getsource(gloo_ring), "gloo_ring")
     assert [e for e, _ in ok] == ["", "", ""]
+
+
+# --------------------------------------------------------------------------- 21.5 the seal
+_ATTACKS = {  # what a learner's function might do on a gloo rank -> why the seal stops it
+    "import torch.distributed.distributed_c10d as c\n    c.all_reduce(x)": "called torch",
+    "from minitorch.comm.torchdist import TorchDistComm as T\n    T.torch_all_reduce(None, x)": (
+        "comm.torch_all_reduce"
+    ),
+    "from minitorch.comm import allreduce as A\n    A.ring_all_reduce(comm, x)": "reference",
+    "import sys\n    sys._getframe(1)": "sys._getframe",
+    "import gc\n    gc.get_objects()": "gc.get_objects",
+    "import sys\n    sys.setprofile(None)": "sys.setprofile",
+    "open('/tmp/a2s-seal-probe', 'w')": "open",
+    "import threading\n    threading.Thread(target=print).start()": "thread",
+    "exec('y = 1')": "compile",
+    "import socket\n    socket.socket().connect(('127.0.0.1', 9))": "socket",
+    "import sys\n    sys.audit('a2s.window', 'close', [])": "window event",
+    "import subprocess\n    subprocess.run(['true'])": "subprocess.Popen",
+    "import os\n    os.fork()": "os.fork",
+}
+_HONEST = "import math\n    return np.array([math.ceil(v) for v in x]) + sum(range(3))"
+
+
+def _seal_probe(report: str) -> list[tuple[str, int, str]]:
+    """In a fresh process: seal it, then run each attack in a forked child; (attack, exit, why)."""
+    import os
+    import sys
+
+    from minitorch.checks.lab21 import seal, workers
+
+    seal.install(0, 3, report, _seal_probe.__code__)
+    out = []
+    for body in [*_ATTACKS, _HONEST]:
+        fn = workers._learner(f"def probe(comm, x):\n    {body}\n", "probe")
+        pid = os.fork()
+        if pid == 0:  # the child: the window open, the learner's call profiled
+            sys.audit("a2s.window", "open")
+            sys.setprofile(workers._PROFILE)
+            try:
+                fn(None, np.arange(3.0))
+            except BaseException:  # the seal ends the process; an exception means it did not
+                os._exit(3)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        path = os.path.join(report, "rank0")
+        why = open(path).read() if os.path.exists(path) else ""
+        if why:
+            os.remove(path)
+        out.append((body, os.waitstatus_to_exitcode(status), why))
+    return out
+
+
+def test_the_seal_stops_what_a_gloo_rank_must_not_do(tmp_path):
+    """One spawned process (torch imported once), each attack in a forked child of it."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(1) as pool:
+        results = pool.apply(_seal_probe, (str(tmp_path),))
+    *attacks, (_, honest_code, honest_why) = results
+    assert (honest_code, honest_why) == (0, ""), honest_why
+    for body, code, why in attacks:
+        assert code == seal.EXIT and re.search(_ATTACKS[body], why), (body, code, why)

@@ -51,6 +51,9 @@ def _cases() -> list[tuple[str, np.ndarray, int, int, bool]]:
             False,
         ),
     ]
+    zero_group = np.concatenate([np.zeros((2, 8)), a.standard_normal((2, 8))], axis=1)
+    named.append(("an all-zero group: scale 1.0", zero_group, 4, 8, False))
+    named.append(("an all-zero group, symmetric", zero_group[::-1].copy(), 8, 8, True))
     g = fresh_rng("11.1")
     extra = []
     for i in range(3):
@@ -84,6 +87,12 @@ def _diagnose(
             return _AXIS
         return f"scale should have shape (out, in / group_size) = {ws.shape}. " + _AXIS
     scale, zero, q = np.asarray(scale, float), np.asarray(zero), np.asarray(q)
+    flat = np.all(w.reshape(w.shape[0], -1, group) == 0, axis=2)
+    if np.any(flat) and not np.allclose(scale[flat], 1.0):
+        return (
+            f"an all-zero group must get scale 1.0 (and zero point 0), got "
+            f"{scale[flat][:3].tolist()}: max - min is 0 there, so dividing by it gives NaN."
+        )
     if not np.allclose(scale, ws, rtol=1e-9):
         hi = 2 ** (bits - 1) - 1 if sym else 2**bits - 1
         if np.allclose(scale, ws * hi / (hi + 1), rtol=1e-9):
@@ -199,5 +208,15 @@ def check_pack_int4(pack_int4: Callable[..., Any], unpack_int4: Callable[..., An
                 else "unpack is the inverse of pack: low nibble first, sign-extended."
             )
             raise CheckFailure(f"[{label}] unpack(pack(q)) != q. {hint}")
+        other = -1 - q  # bytes your pack never produced: unpack must decode any bytes
+        want2 = ((other[:, 0::2].astype(np.int64) & 0xF) | ((other[:, 1::2] & 0xF) << 4)).astype(
+            np.uint8
+        )
+        back2 = np.asarray(plain(unpack_int4(want2.copy()), case=label))
+        if back2.shape != other.shape or not np.array_equal(back2, other):
+            raise CheckFailure(
+                f"[{label}, the grader's own bytes of -1 - q] unpack_int4 gives the wrong values: "
+                f"unpack must decode any packed bytes, low nibble first, sign-extended."
+            )
         total += q.size
     return f"{total} INT4 values round-trip at 0.5 bytes each (4x smaller than int16, 2x int8)"

@@ -62,6 +62,8 @@ def _hint(got: np.ndarray, x, w, b, adapters, ids) -> str:
         for stand_in in (0, len(adapters) - 1):  # -1 read as the first or (wrapped) last one
             if np.allclose(got, _want(x, w, b, adapters, np.where(ids < 0, stand_in, ids))):
                 return _BASE
+        if b is not None and np.allclose(got + b, _want(x, w, b, adapters, ids)):
+            return "Every row, base or adapter, adds the bias b once (y = x W^T + b + ...)."
     return _ROWS
 
 

@@ -35,6 +35,9 @@ def _variant(kind: str) -> Callable[..., tuple[int, int, int, int]]:
         full, lora, fb, lb = lora_memory_loop(layers, r, itemsize)
         if kind == "one moment":
             return full, lora, fb // 2, lb // 2
+        if kind in ("with grads", "with weights"):
+            k = 3 if kind == "with grads" else 4
+            return full, lora, k * itemsize * full, k * itemsize * lora
         if kind == "lora bias":
             lora += sum(o for _, o in layers)
         if kind == "only A":
@@ -56,6 +59,16 @@ _MISTAKES = [
         _variant("only A"),
     ),
     Mistake("Full fine-tuning trains the biases as well (d_out per layer).", _variant("no bias")),
+    Mistake(
+        "Count the optimizer's state only: AdamW's two moments, 2 x itemsize bytes per trainable "
+        "parameter; the gradients (and the weights) are not AdamW state.",
+        _variant("with grads"),
+    ),
+    Mistake(
+        "Count the optimizer's state only: AdamW's two moments, 2 x itemsize bytes per trainable "
+        "parameter; the weights and gradients are not AdamW state.",
+        _variant("with weights"),
+    ),
 ]
 _GPT2 = [(768, 2304), (768, 768), (768, 3072), (3072, 768)] * 12  # GPT-2 small's linears
 _NAMED = [

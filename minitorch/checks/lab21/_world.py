@@ -51,13 +51,26 @@ def run_sim(
 ) -> list[Any]:
     """Run ``student(comm, *column[r])`` on every rank of ``world`` guarded; plain results."""
     raw = getattr(student, "fn", student)
-    outs = guarded(lambda: world.run(raw, *columns, per_rank=True), exercise, blocks)()
+    given = [[v.copy() if isinstance(v, np.ndarray) else v for v in col] for col in columns]
+    outs = guarded(lambda: world.run(raw, *given, per_rank=True), exercise, blocks)()
+    for col, sent in zip(columns, given, strict=True):
+        for r, (v, w) in enumerate(zip(col, sent, strict=True)):
+            if isinstance(v, np.ndarray) and not np.array_equal(v, w):
+                raise CheckFailure(
+                    f"[{label}] rank {r}'s x was changed in place: work on a copy "
+                    f"(buf = x.copy()); the caller still owns x."
+                )
     return [plain(o, what="result", case=label) for o in outs]
 
 
 def same(got: Any, want: np.ndarray) -> bool:
-    """Exact on integers, within 1e-9 on floats, same shape."""
-    if not isinstance(got, np.ndarray) or got.shape != want.shape:
+    """Exact on integers, within 1e-9 on floats, same shape (a list or tuple is an array)."""
+    if isinstance(got, (list, tuple)):
+        try:
+            got = np.asarray(got, dtype=want.dtype if len(got) == 0 else None)
+        except (TypeError, ValueError):
+            return False
+    if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype == object:
         return False
     if want.dtype.kind in "iu":
         return bool(np.array_equal(got, want))

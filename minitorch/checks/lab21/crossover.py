@@ -40,7 +40,7 @@ def _hint(got: float, p: int, alpha: float, beta: float) -> str:
         if abs(got - (p - 1 - levels) * alpha / ((levels - (p - 1) / p) * beta)) < 1e-6 * abs(got):
             return "A binomial tree has ceil(log2 p) levels when p is not a power of two."
     if p <= 2:
-        return "With p <= 2 (and p = 3) the ring is never slower: return 0.0."
+        return "With p <= 3 the ring is never slower (p = 1 sends nothing): return 0.0."
     return (
         "Equate 2L(alpha + n beta) (tree: L = ceil(log2 p) rounds each way, whole buffer) with "
         "2(p-1) alpha + 2(p-1)/p n beta (ring) and solve for n, in bytes."
@@ -56,8 +56,8 @@ def _sim_time(fn: Callable[..., Any], p: int, nbytes: float, alpha: float, beta:
 @grader("21.3", blocks=_BLOCKS)
 def check_crossover(crossover_bytes: Callable[..., Any]) -> str:
     """Exercise 21.3: the alpha-beta crossover between the binomial tree and the ring."""
-    named = [(2, 1e-6, 1e-9), (3, 1e-6, 1e-9), (4, 5e-6, 1e-10), (6, 5e-6, 1e-10),
-             (8, 5e-6, 1e-10), (16, 2e-6, 4e-11), (64, 1e-5, 1e-10)]  # fmt: skip
+    named = [(1, 1e-6, 1e-9), (2, 1e-6, 1e-9), (3, 1e-6, 1e-9), (4, 5e-6, 1e-10),
+             (6, 5e-6, 1e-10), (8, 5e-6, 1e-10), (16, 2e-6, 4e-11), (64, 1e-5, 1e-10)]  # fmt: skip
     fr = fresh_rng("21.3")
     cases = [(str(c), c) for c in named]
     for _ in range(8):

@@ -11,7 +11,13 @@ ring's ``2 n - c[r+k] - c[r+k+1]`` bytes.
 
 from __future__ import annotations
 
+import hmac
 import inspect
+import os
+import pickle
+import secrets
+import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +44,11 @@ _CASES = [
 
 def _source(fn: Callable[..., Any]) -> tuple[str, str]:
     raw = getattr(fn, "fn", fn)
-    raw = inspect.unwrap(raw)
+    if inspect.unwrap(raw) is not raw:
+        raise CheckFailure(
+            "Exercise 21.5: pass the plain function (it is wrapped): its source is what runs on "
+            "the gloo ranks."
+        )
     try:
         return textwrap.dedent(inspect.getsource(raw)), raw.__name__
     except (OSError, TypeError) as exc:
@@ -46,6 +56,31 @@ def _source(fn: Callable[..., Any]) -> tuple[str, str]:
             f"Exercise 21.5: cannot read the source of your function ({exc}); define it with "
             f"def in a cell of its own."
         ) from None
+
+
+def _stopped(report: str) -> str:
+    """Why the seal stopped a rank (``report/rank<r>``), or ''."""
+    for r in range(P):
+        path = os.path.join(report, f"rank{r}")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f"rank {r} was stopped: your function {f.read()}"
+    return ""
+
+
+def _unsealed(results: list[Any], key: str) -> list[list[dict[str, Any]]]:
+    """Each rank's records, once its signature checks out."""
+    per_rank = []
+    for r, res in enumerate(results):
+        ok = isinstance(res, dict) and isinstance(res.get("payload"), bytes)
+        mac = hmac.new(bytes.fromhex(key), res["payload"], "sha256").hexdigest() if ok else ""
+        if not ok or not hmac.compare_digest(mac, str(res.get("mac"))):
+            raise CheckFailure(
+                f"Exercise 21.5: rank {r}'s result did not come from the grader (unsigned): "
+                f"something other than the grader wrote to the result channel."
+            )
+        per_rank.append(pickle.loads(res["payload"]))
+    return per_rank
 
 
 def _close(got: Any, want: np.ndarray) -> bool:
@@ -66,20 +101,37 @@ def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
     fr = fresh_rng("21.5")
     cases = list(_CASES) + [(int(fr.integers(1, 3000)), str(fr.choice(["int64", "float32"])),
                              int(fr.integers(6, 10**6))) for _ in range(2)]  # fmt: skip
+    key, report = secrets.token_hex(32), tempfile.mkdtemp(prefix="a2s-21.5-")
+    secret = {"key": key, "report": report, "seal": True}
     try:
-        per_rank = launch("minitorch.checks.lab21.workers:grade_ring", P, source, name, cases,
-                          timeout=60)  # fmt: skip
-    except RankError as exc:
-        raise CheckFailure(
-            f"Exercise 21.5: a rank failed or hung (does every send have its recv, on the "
-            f"right neighbours?):\n{str(exc)[-1500:]}"
-        ) from None
+        try:
+            results = launch("minitorch.checks.lab21.workers:grade_ring", P, source, name, cases,
+                             secret, timeout=60)  # fmt: skip
+        except RankError as exc:
+            why = _stopped(report)
+            if why:
+                raise CheckFailure(
+                    f"Exercise 21.5: {why}. On the gloo ranks your function gets the "
+                    f"communicator's send/recv/isend/irecv/barrier and numpy: build the "
+                    f"all-reduce from those alone."
+                ) from None
+            raise CheckFailure(
+                f"Exercise 21.5: a rank failed or hung (does every send have its recv, on the "
+                f"right neighbours?):\n{str(exc)[-1500:]}"
+            ) from None
+    finally:
+        shutil.rmtree(report, ignore_errors=True)
+    per_rank = _unsealed(results, key)
     for i, (n, dtype, _seed) in enumerate(cases):
         label = f"gloo p={P} n={n} {dtype}" + (" (fresh)" if i >= len(_CASES) else "")
+        for r, rank in enumerate(per_rank):  # a rank stops at its first error
+            if i < len(rank) and rank[i]["error"]:
+                raise CheckFailure(f"[{label}] rank {r} raised {rank[i]['error']}")
         recs = [rank[i] for rank in per_rank]
+        truth = loop_sum([rec["x"] for rec in recs])
         for r, rec in enumerate(recs):
-            if rec["error"]:
-                raise CheckFailure(f"[{label}] rank {r} raised {rec['error']}")
+            if not _close(rec["want"], truth):
+                raise CheckFailure(f"[{label}] rank {r}: gloo's all_reduce disagrees with the sum")
             if not _close(rec["got"], rec["want"]):
                 raise CheckFailure(
                     f"[{label}] rank {r} returned {np.array2string(rec['got'], threshold=6)}, "
@@ -88,9 +140,16 @@ def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
         item = np.dtype(dtype).itemsize
         sent = [rec["bytes"] for rec in recs]
         if sent not in ring_bytes(n, P, item):
+            other = [k for k in (1, 2, 4, 8) if k != item and sent in ring_bytes(n, P, k)]
+            hint = (
+                f"your chunks have {other[0]}-byte elements, x's dtype {dtype} has {item}: keep "
+                f"x's dtype (buf = x.copy(), not x.astype(...))."
+                if other
+                else "one chunk (course convention) per step."
+            )
             raise CheckFailure(
                 f"[{label}] right sums, but ranks sent {sent} bytes; the ring sends "
-                f"{ring_bytes(n, P, item)[1]}: one chunk (course convention) per step."
+                f"{ring_bytes(n, P, item)[1]}: {hint}"
             )
         msgs = [rec["messages"] for rec in recs]
         stray = [r for r, rec in enumerate(recs) if any(

@@ -11,12 +11,18 @@ bytes and messages counted by :class:`~minitorch.comm.torchdist.TorchDistComm`.
 
 from __future__ import annotations
 
+import hmac
+import pickle
+import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+
+from minitorch.checks.lab21.seal import LEARNER
 
 __all__ = ["CollectiveCalled", "RankView", "grade_ring", "no_collectives", "time_ring"]
 
@@ -25,6 +31,9 @@ COLLECTIVES = (
     "all_gather_object", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
     "all_to_all_single", "gather", "scatter", "all_reduce_coalesced", "broadcast_object_list",
 )  # fmt: skip
+
+
+_PROFILE = types.MethodType(sys.audit, "a2s.profile")  # every call becomes an audit event
 
 
 class CollectiveCalled(RuntimeError):
@@ -71,40 +80,100 @@ def _learner(source: str | None, name: str) -> Callable[..., Any]:
 
         return ring_all_reduce
     namespace: dict[str, Any] = {"np": np, "numpy": np, "__name__": "__a2s_rank__"}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
+    exec(compile(source, f"{LEARNER}{name}>", "exec"), namespace)
     return namespace[name]  # type: ignore[no-any-return]
 
 
-def _data(rank: int, n: int, dtype: str, seed: int) -> np.ndarray:
-    gen = np.random.default_rng([seed, rank])
+def _data(rank: int, n: int, dtype: str, seed: int, gen: Any = None) -> np.ndarray:
+    gen = np.random.default_rng([seed, rank]) if gen is None else gen
     if np.dtype(dtype).kind in "iu":
         return gen.integers(-1000, 1000, n).astype(dtype)
     return gen.standard_normal(n).astype(dtype)
 
 
-def grade_ring(comm: Any, source: str, name: str, cases: list[tuple[int, str, int]]) -> list:
-    """Run the learner's ``name`` on each ``(n, dtype, seed)``; one record per case."""
+def _scrub() -> None:
+    """Drop this process's own reference to its launch arguments (the signing key)."""
+    import multiprocessing as mp
+
+    mp.current_process()._args = ()  # type: ignore[attr-defined]
+
+
+def grade_ring(
+    comm: Any, source: str, name: str, cases: list[tuple[int, str, int]],
+    secret: dict[str, Any] | None = None,
+) -> Any:  # fmt: skip
+    """Run the learner's ``name`` on each ``(n, dtype, seed)``; one record per case.
+
+    With ``secret`` (``key``, ``report``, ``seal``), as the grader launches it: the rank is
+    sealed (:mod:`minitorch.checks.lab21.seal`) before the learner's source is compiled, every
+    rank's data comes from fresh OS entropy (the seeds are public), bytes and messages are
+    counted by the seal, and the records come back pickled and signed with the key (HMAC).
+    """
+    sealed = bool(secret and secret.get("seal"))
+    data, quiet = _data, no_collectives  # module globals the learner could rebind later
+    if sealed:
+        assert secret is not None
+        import torch
+        import torch.distributed as dist
+
+        from minitorch.checks.lab21 import seal
+
+        _scrub()
+        # bound before the learner's code exists: it could rebind module attributes later
+        gen, audit, setprofile, profile = (
+            np.random.default_rng(),
+            sys.audit,
+            sys.setprofile,
+            _PROFILE,
+        )
+        seal.install(comm.rank, comm.world_size, secret["report"], grade_ring.__code__)
+        parts = (comm._dist, comm._torch, type(comm), set(vars(comm)))  # checked after each case
     fn, view, out = _learner(source, name), RankView(comm), []
     for n, dtype, seed in cases:
-        x = _data(comm.rank, n, dtype, seed)
+        x = data(comm.rank, n, dtype, seed, gen if sealed else None)  # sealed: fresh entropy
         want = comm.torch_all_reduce(x)
         comm.barrier()
         b0, m0, to0 = comm.bytes_sent, comm.messages_sent, list(comm.bytes_to)
+        counted: list[Any] = []
         try:
-            with no_collectives():
-                got = fn(view, x.copy())
+            with quiet():
+                if sealed:
+                    audit("a2s.window", "open")
+                    setprofile(profile)
+                try:
+                    got = fn(view, x.copy())
+                    if got is not None:
+                        got = np.array(got, copy=True)
+                        if got.dtype == object:
+                            raise TypeError("return a numeric array (the sum), not objects")
+                finally:
+                    if sealed:
+                        setprofile(None)
+                        audit("a2s.window", "close", counted)
             comm.flush()
             error = ""
         except Exception as exc:  # reported by the grader in the parent
             got, error = None, f"{type(exc).__name__}: {exc}"
-        rec = {"got": None if got is None else np.asarray(got), "want": want, "error": error}
+        rec = {"got": got, "want": want, "error": error, "x": x}
         rec["bytes"], rec["messages"] = comm.bytes_sent - b0, comm.messages_sent - m0
         rec["to"] = [a - b for a, b in zip(comm.bytes_to, to0, strict=True)]
+        if sealed and not error:
+            if (comm._dist, comm._torch, type(comm), set(vars(comm))) != (dist, torch, *parts[2:]):
+                rec["error"] = error = "the communicator was changed"
+            elif counted != [rec["bytes"], rec["messages"], rec["to"]]:
+                rec["error"] = error = (
+                    f"the communicator's counters say {rec['bytes']} bytes in "
+                    f"{rec['messages']} messages, gloo carried {counted[:2]} (bytes, messages)"
+                )
         out.append(rec)
         if error:
             break
         comm.barrier()
-    return out
+    if secret is None:
+        return out
+    payload = pickle.dumps(out)
+    mac = hmac.new(bytes.fromhex(secret["key"]), payload, "sha256").hexdigest()
+    return {"payload": payload, "mac": mac}
 
 
 def time_ring(
