@@ -38,6 +38,7 @@ import numpy as np
 from minitorch.autograd import Tensor, toposort
 from minitorch.comm.collectives import all_reduce, broadcast
 from minitorch.comm.protocol import Communicator
+from minitorch.runtime.overlap import make_buckets
 
 __all__ = ["DDP", "assign_buckets", "ddp_sync", "ready_order"]
 
@@ -53,18 +54,9 @@ def assign_buckets(nbytes: Sequence[int], bucket_bytes: int) -> list[list[int]]:
     """
     if bucket_bytes <= 0:
         raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
-    buckets: list[list[int]] = []
-    current: list[int] = []
-    size = 0
-    for i in reversed(range(len(nbytes))):
-        current.append(i)
-        size += int(nbytes[i])
-        if size >= bucket_bytes:
-            buckets.append(current)
-            current, size = [], 0
-    if current:
-        buckets.append(current)
-    return buckets
+    order = list(reversed(range(len(nbytes))))  # gradients become ready last layer first
+    packed = make_buckets([int(nbytes[i]) for i in order], bucket_bytes)  # lab 16's packing
+    return [[order[j] for j in bucket] for bucket in packed]
 
 
 def ready_order(loss: Tensor, params: Sequence[Tensor]) -> list[int]:

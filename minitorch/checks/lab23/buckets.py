@@ -77,7 +77,10 @@ _TEACHING = [
 ]
 
 
-@grader("23.1", blocks=("minitorch.parallel.data:assign_buckets",))
+@grader(
+    "23.1",
+    blocks=("minitorch.parallel.data:assign_buckets", "minitorch.runtime.overlap:make_buckets"),
+)
 def check_assign_buckets(assign_buckets: Callable[..., Any]) -> str:
     """Exercise 23.1: ``assign_buckets(nbytes, bucket_bytes) -> list of index lists``."""
     cases = [
