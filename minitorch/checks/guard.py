@@ -77,6 +77,8 @@ def blocked(targets: Sequence[str]) -> Iterator[None]:
         for target in targets:
             obj = resolve(target)
             for fn in functions_of(obj):
+                if fn.__code__.co_code == _stub.__code__.co_code:
+                    continue  # blocked already: the guard that swapped it restores it
                 if fn.__code__.co_freevars:  # a swapped code object must keep the closure's size
                     if not isinstance(obj, type):
                         raise TypeError(f"cannot block closure {fn.__qualname__}; block its maker")

@@ -56,6 +56,11 @@ def _key(code: types.CodeType) -> tuple[str, str]:
     return os.path.realpath(code.co_filename), code.co_qualname
 
 
+# the profile hooks of the watches running now, oldest first, and what threading had before
+_THREAD_HOOKS: list[Any] = []
+_THREAD_BASE: list[Any] = [None]
+
+
 @dataclass(slots=True)
 class Watch:
     """Forbidden calls and reference copies for one checked function (module docstring)."""
@@ -156,12 +161,22 @@ class Watch:
                 sys.setprofile(self._profile)
             if self._full is None:
                 self._full = profiler(self, full=True)
-            threading.setprofile(self._full)
+            full = self._full
+            if not _THREAD_HOOKS:
+                _THREAD_BASE[0] = old_thread
+            _THREAD_HOOKS.append(full)
+            threading.setprofile(full)
             try:
                 yield
             finally:
                 sys.setprofile(old)
-                threading.setprofile(old_thread)
+                # watches may end out of order (one per simulated rank thread): drop ours,
+                # then hand new threads the newest watch still running, or what was there
+                for i in range(len(_THREAD_HOOKS) - 1, -1, -1):
+                    if _THREAD_HOOKS[i] is full:
+                        del _THREAD_HOOKS[i]
+                        break
+                threading.setprofile(_THREAD_HOOKS[-1] if _THREAD_HOOKS else _THREAD_BASE[0])
                 if self.torch and not had_torch and "torch" in sys.modules:
                     self.hits.append("torch (imported during the check)")
 

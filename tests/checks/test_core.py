@@ -377,3 +377,20 @@ def test_own_dataclass_is_not_the_blocked_one(capsys: pytest.CaptureFixture[str]
 
     with pytest.raises(ReferenceCalledError):
         check_pair(lambda f, b: OpCost(f, b))
+
+
+def test_watches_ending_out_of_order_leave_no_thread_hook() -> None:
+    """One watch per simulated rank thread: they end in any order, threading ends clean."""
+    import threading
+
+    from minitorch.checks.watch import Watch
+
+    before = threading.getprofile()
+    first, second = Watch(forbid=("torch",), blocks=()), Watch(forbid=("torch",), blocks=())
+    a, b = first.active(), second.active()
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)  # the first to start ends first
+    assert threading.getprofile() is not before  # the second watch still covers new threads
+    b.__exit__(None, None, None)
+    assert threading.getprofile() is before
