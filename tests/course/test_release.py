@@ -63,13 +63,23 @@ def test_the_workflow_grades_only_the_assignments_labs(template: Path) -> None:
     assert ids == ["00.1", "00.2"] + [f"01.{k}" for k in range(1, 8)]
 
 
-def test_release_refuses_a_folder_in_use_and_unknown_labs(tmp_path: Path, capsys) -> None:
+def test_release_refuses_a_folder_in_use_and_unknown_labs(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     assert main(["release", str(tmp_path / "busy"), "--labs", "00"]) == 2
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
     assert main(["release", str(tmp_path / "a"), "--labs", "99"]) == 2
-    planned = next(lab.number for lab in LABS if not lab.solution_path(ROOT).exists())
+    planned = LABS[-1].number  # every lab has a notebook now: pretend the last has none
+    real = type(LABS[-1]).solution_path
+    monkeypatch.setattr(
+        type(LABS[-1]),
+        "solution_path",
+        lambda self, root: (
+            root / "solutions" / "none.ipynb" if self.number == planned else real(self, root)
+        ),
+    )
     assert main(["release", str(tmp_path / "b"), "--labs", planned]) == 2  # no notebook yet
     assert "planned" in capsys.readouterr().err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
