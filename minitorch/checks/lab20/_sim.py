@@ -10,6 +10,7 @@ import numpy as np
 
 from minitorch.checks.core import guarded, plain
 from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.ranks import protocol_only
 from minitorch.comm.simworld import SimWorld
 
 _C = "minitorch.comm.collectives"
@@ -37,45 +38,6 @@ def split(n: int, p: int) -> list[tuple[int, int]]:
         out.append((start, start + size))
         start += size
     return out
-
-
-def protocol_only(comm: Any) -> Any:
-    """The Communicator protocol of ``comm`` and nothing else: what a rank program receives.
-
-    The simulated world behind ``comm`` (its byte counters, the other ranks' queues) is no
-    attribute of the object handed over, nor of the handles ``isend``/``irecv`` return.
-    """
-
-    class Handle:
-        __slots__ = ("wait",)
-
-        def __init__(self, handle: Any) -> None:
-            self.wait = lambda: handle.wait()
-
-    class Comm:
-        __slots__ = ()
-        rank = property(lambda self: comm.rank)
-        world_size = property(lambda self: comm.world_size)
-
-        def send(self, x: np.ndarray, dst: int, tag: int = 0) -> None:
-            comm.send(x, dst, tag)
-
-        def recv(self, src: int, tag: int = 0) -> np.ndarray:
-            return comm.recv(src, tag)  # type: ignore[no-any-return]
-
-        def isend(self, x: np.ndarray, dst: int, tag: int = 0) -> Handle:
-            return Handle(comm.isend(x, dst, tag))
-
-        def irecv(self, src: int, tag: int = 0) -> Handle:
-            return Handle(comm.irecv(src, tag))
-
-        def barrier(self) -> None:
-            comm.barrier()
-
-        def __repr__(self) -> str:
-            return f"<Communicator rank {comm.rank} of {comm.world_size}>"
-
-    return Comm()
 
 
 def run_world(

@@ -7,8 +7,9 @@ function runs on the simulated world and on real gloo ranks (:func:`train_gloo`,
 learner's function arrives as source text). :func:`single_process` is the ground truth:
 the whole model trained on the whole batch in one process.
 
-The learner's function never sees the communicator itself (see
-:mod:`minitorch.checks.lab25._comm`): it gets the Communicator protocol only, and on a gloo
+The learner's function never sees the communicator itself (see :mod:`minitorch.checks.ranks`):
+it gets the Communicator protocol only of a :class:`~minitorch.checks.ranks.CountingComm`
+whose every payload passes :func:`payload` (numbers, not a Tensor or None), and on a gloo
 rank torch.distributed's own collectives and point-to-point calls raise while it runs.
 """
 
@@ -20,18 +21,16 @@ from typing import Any
 import numpy as np
 
 from minitorch.autograd import Tensor, cross_entropy
-from minitorch.checks.lab25._comm import CountingComm, protocol_only, sealed_torch_distributed
+from minitorch.checks.ranks import CountingComm, protocol_only, sealed_torch_distributed
 from minitorch.model.config import GPTConfig
 from minitorch.model.gpt import GPT
 from minitorch.parallel.pipeline_stage import split_gpt
 
 __all__ = [
     "REFERENCE",
-    "CountingComm",
     "case_data",
     "op_events",
-    "protocol_only",
-    "sealed_torch_distributed",
+    "payload",
     "single_process",
     "stage_ops",
     "train_gloo",
@@ -42,6 +41,20 @@ REFERENCE = (
     "minitorch.parallel.pipeline_exec:pipeline_train_step",
     "minitorch.parallel.pipeline_exec:run_stage",
 )
+
+
+def payload(x: Any) -> Any:
+    """``x`` if it is numbers a communicator can carry; a teaching TypeError otherwise."""
+    if x is None:
+        raise TypeError(
+            "comm.send got None. Is it x.grad? A received activation gets a gradient only "
+            "when it is wrapped as Tensor(x, requires_grad=True) before the stage runs on it."
+        )
+    if isinstance(x, Tensor):
+        raise TypeError("comm.send got a Tensor: send its numpy array (out.data, x.grad).")
+    if np.asarray(x).dtype.kind not in "biuf":
+        raise TypeError(f"comm.send carries numeric numpy arrays, not {type(x).__name__}.")
+    return x
 
 
 def case_data(case: dict[str, Any]) -> tuple[GPT, np.ndarray, np.ndarray]:
@@ -105,7 +118,7 @@ def single_process(case: dict[str, Any], scale: float = 1.0) -> tuple[list[np.nd
 
 def train_stage(comm: Any, fn: Callable[..., Any], case: dict[str, Any]) -> dict[str, Any]:
     """This rank's stage trained with the learner's step; its weights, losses and counts."""
-    counting = CountingComm(comm)
+    counting = CountingComm(comm, payload)
     model, x, y = case_data(case)
     stage = split_gpt(model, comm.world_size)[comm.rank]
     m = case["m"]

@@ -18,7 +18,8 @@ import numpy as np
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded, plain
 from minitorch.checks.errors import CheckFailure
-from minitorch.checks.lab26.workers import CountingComm, _route, moe_loop, protocol_only
+from minitorch.checks.lab26.workers import _route, moe_loop
+from minitorch.checks.ranks import CountingComm, protocol_only
 from minitorch.comm.protocol import Communicator
 from minitorch.comm.simworld import SimWorld
 

@@ -3,11 +3,12 @@
 Ground truth here is written independently of :mod:`minitorch.parallel`: full softmax
 attention with numpy, and a per-token loop for the mixture of experts.
 
-The learner's function gets :func:`protocol_only` of the communicator (rank, world_size,
-send/recv/isend/irecv, barrier: no counters, no simulated world, no torch handles), and on a
-gloo rank :func:`seal_torch_distributed` makes torch.distributed's own collectives and
-point-to-point calls raise before its source is defined, so every byte goes through the
-counted protocol.
+The learner's function gets :func:`~minitorch.checks.ranks.protocol_only` of the counting
+communicator (rank, world_size, send/recv/isend/irecv, barrier: no counters, no simulated
+world, no torch handles), and on a gloo rank
+:func:`~minitorch.checks.ranks.sealed_torch_distributed` makes torch.distributed's own
+collectives and point-to-point calls raise while its source is defined and run, so every
+byte goes through the counted protocol.
 """
 
 from __future__ import annotations
@@ -17,21 +18,20 @@ from typing import Any
 
 import numpy as np
 
+from minitorch.checks.ranks import CountingComm, protocol_only, sealed_torch_distributed
 from minitorch.checks.values import plain
 from minitorch.comm import collectives
 from minitorch.comm.protocol import Communicator
 
 __all__ = [
-    "CountingComm",
     "full_attention",
     "moe_loop",
-    "protocol_only",
     "ring_gloo",
     "ring_program",
-    "seal_torch_distributed",
     "unscaled_ring",
 ]
 
+_HINT = " (and lab 20's collectives built on them)"
 RING_REF = ("minitorch.parallel.context:ring_attention", "minitorch.parallel.context:merge_block")
 
 
@@ -61,135 +61,6 @@ def unscaled_ring(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, p: 
     return num / den[..., None]
 
 
-class CountingComm:
-    """Forwards to ``inner``; counts bytes sent per peer and float vs integer payload."""
-
-    def __init__(self, inner: Communicator) -> None:
-        self.inner = inner
-        self.to: dict[int, int] = {}
-        self.float_bytes = self.int_bytes = 0
-
-    @property
-    def rank(self) -> int:
-        return self.inner.rank
-
-    @property
-    def world_size(self) -> int:
-        return self.inner.world_size
-
-    def _count(self, x: Any, dst: int) -> None:
-        a = np.asarray(x)
-        self.to[int(dst)] = self.to.get(int(dst), 0) + a.nbytes
-        if a.dtype.kind == "f":
-            self.float_bytes += a.nbytes
-        else:
-            self.int_bytes += a.nbytes
-
-    def send(self, x: np.ndarray, dst: int, tag: int = 0) -> None:
-        self._count(x, dst)
-        self.inner.send(x, dst, tag)
-
-    def isend(self, x: np.ndarray, dst: int, tag: int = 0) -> Any:
-        self._count(x, dst)
-        return self.inner.isend(x, dst, tag)
-
-    def recv(self, src: int, tag: int = 0) -> np.ndarray:
-        return self.inner.recv(src, tag)
-
-    def irecv(self, src: int, tag: int = 0) -> Any:
-        return self.inner.irecv(src, tag)
-
-    def barrier(self) -> None:
-        self.inner.barrier()
-
-
-def protocol_only(comm: Communicator) -> Any:
-    """What the learner's function gets: rank, world_size, send/recv/isend/irecv, barrier.
-
-    Nothing else of ``comm`` (its counters, the simulated world, the gloo comm's torch
-    handles) is an attribute of the object handed over, so the check's byte counts and the
-    other ranks' data stay out of reach.
-    """
-
-    class Comm:
-        __slots__ = ()
-        rank = property(lambda self: comm.rank)
-        world_size = property(lambda self: comm.world_size)
-
-        def send(self, x: np.ndarray, dst: int, tag: int = 0) -> None:
-            comm.send(x, dst, tag)
-
-        def recv(self, src: int, tag: int = 0) -> np.ndarray:
-            return comm.recv(src, tag)
-
-        def isend(self, x: np.ndarray, dst: int, tag: int = 0) -> Any:
-            return comm.isend(x, dst, tag)
-
-        def irecv(self, src: int, tag: int = 0) -> Any:
-            return comm.irecv(src, tag)
-
-        def barrier(self) -> None:
-            comm.barrier()
-
-        def __repr__(self) -> str:
-            return f"<Communicator rank {comm.rank} of {comm.world_size}>"
-
-    return Comm()
-
-
-_TORCH_CALLS = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
-    "all_to_all_single", "broadcast", "broadcast_object_list", "reduce", "reduce_scatter",
-    "reduce_scatter_tensor", "gather", "gather_object", "scatter", "scatter_object_list",
-    "send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
-    "recv_object_list", "monitored_barrier", "new_group", "new_subgroups",
-)  # fmt: skip
-_PG_METHODS = (
-    "allreduce", "allreduce_coalesced", "allgather", "allgather_coalesced",
-    "allgather_into_tensor_coalesced", "_allgather_base", "alltoall", "alltoall_base",
-    "broadcast", "reduce", "reduce_scatter", "reduce_scatter_tensor_coalesced",
-    "_reduce_scatter_base", "gather", "scatter", "send", "recv", "recv_anysource",
-)  # fmt: skip
-
-
-def seal_torch_distributed(comm: Any) -> None:
-    """On a gloo rank, before the learner's code runs: torch.distributed's own collectives
-    and point-to-point calls raise; ``comm`` keeps private handles to the ones it needs."""
-    import types
-
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
-
-    pg = c10d._get_default_group()
-    send, recv, barrier = type(pg).send, type(pg).recv, type(pg).barrier  # before the patch
-    comm._dist = types.SimpleNamespace(
-        isend=lambda t, dst, tag=0: send(pg, [t], dst, tag),
-        recv=lambda t, src, tag=0: recv(pg, [t], src, tag).wait(),
-        barrier=lambda: barrier(pg).wait(),
-    )
-
-    def stub(name: str) -> Callable[..., Any]:
-        def refuse(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError(
-                f"torch.distributed's {name} is not allowed here: move data only with the "
-                "communicator's send/recv/isend/irecv (and lab 20's collectives built on them)"
-            )
-
-        return refuse
-
-    for name in _TORCH_CALLS:
-        for module in (dist, c10d):
-            if hasattr(module, name):
-                setattr(module, name, stub(f"{name}()"))
-    for cls in (dist.ProcessGroup, getattr(dist, "Backend", None)):
-        for name in _PG_METHODS:
-            if cls is not None and name in vars(cls):
-                try:
-                    setattr(cls, name, stub(f"{cls.__name__}.{name}()"))
-                except (AttributeError, TypeError):  # a class that cannot be patched
-                    pass
-
-
 def ring_program(comm: Communicator, fn: Callable[..., Any], case: dict[str, Any]) -> dict:
     """Run one attention case on this rank: its rows of Q, K, V; output and bytes per peer."""
     p, r = comm.world_size, comm.rank
@@ -209,10 +80,10 @@ def ring_gloo(comm: Communicator, source: str, name: str, cases: list[dict[str, 
     namespace: dict[str, Any] = {"np": np, "numpy": np, "__name__": "__a2s_rank__"}
     for n in ("all_to_all", "all_gather"):
         namespace[n] = getattr(collectives, n)
-    seal_torch_distributed(comm)
-    exec(compile(source, f"<{name} on rank {comm.rank}>", "exec"), namespace)
-    fn = guarded(namespace[name], "26.1", RING_REF, forbid=())
-    return [ring_program(comm, fn, case) for case in cases]
+    with sealed_torch_distributed(comm, _HINT):
+        exec(compile(source, f"<{name} on rank {comm.rank}>", "exec"), namespace)
+        fn = guarded(namespace[name], "26.1", RING_REF, forbid=())
+        return [ring_program(comm, fn, case) for case in cases]
 
 
 def _route(x: np.ndarray, w_router: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

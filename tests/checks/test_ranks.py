@@ -1,0 +1,168 @@
+"""The grader library's rank tools: protocol-only view, exact counting, the torch seal."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from minitorch.checks.ranks import PROTOCOL, CountingComm, protocol_only, sealed_torch_distributed
+from minitorch.comm.simworld import SimWorld
+
+
+def _reachable(obj: object) -> list[object]:
+    """Everything reachable from ``obj`` through attributes (not closures)."""
+    seen, out, todo = set(), [], [obj]
+    while todo:
+        o = todo.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        out.append(o)
+        for name in dir(o):
+            if name.startswith("__") and name not in ("__dict__", "__class__"):
+                continue
+            try:
+                todo.append(getattr(o, name))
+            except Exception:
+                pass
+    return out
+
+
+def test_view_exposes_only_the_protocol():
+    def program(comm):
+        view = protocol_only(comm)
+        public = sorted(n for n in dir(view) if not n.startswith("_"))
+        assert public == sorted(PROTOCOL)
+        assert not hasattr(view, "__dict__")
+        with pytest.raises(AttributeError):
+            view.inner = comm
+        other = 1 - view.rank
+        h = view.isend(np.arange(3) + view.rank, other)
+        r = view.irecv(other)
+        for handle in (h, r):
+            assert [n for n in dir(handle) if not n.startswith("_")] == ["wait"]
+            assert not hasattr(handle, "__dict__")
+        # no attribute path leads back to the real communicator or the world
+        for o in _reachable(view) + _reachable(h) + _reachable(r):
+            assert o is not comm and not isinstance(o, SimWorld)
+        got = r.wait()
+        h.wait()
+        view.barrier()
+        return got, view.world_size, repr(view)
+
+    outs = SimWorld(2).run(program)
+    assert [o[0].tolist() for o in outs] == [[1, 2, 3], [0, 1, 2]]
+    assert outs[0][1] == 2 and outs[1][2] == "<Communicator rank 1 of 2>"
+
+
+def test_counting_is_exact():
+    def program(comm):
+        c = CountingComm(comm)
+        view = protocol_only(c)
+        other = 1 - view.rank
+        if view.rank == 0:
+            view.send(np.zeros(3, np.float64), other)  # 24 bytes
+            view.isend(np.arange(5, dtype=np.int32), other).wait()  # 20 bytes
+            view.recv(other)
+            handle = view.irecv(other)
+            events_before_wait = list(c.events)
+            handle.wait()
+        else:
+            view.recv(other)
+            view.recv(other)
+            view.send(np.ones(2, np.float32), other)  # 8 bytes
+            view.send(np.ones(1, np.float32), other)  # 4 bytes
+            events_before_wait = list(c.events)
+        return {
+            "messages": c.messages,
+            "bytes": c.bytes,
+            "to": dict(c.to),
+            "dtypes": dict(c.dtypes),
+            "float": c.float_bytes,
+            "int": c.int_bytes,
+            "events": list(c.events),
+            "before": events_before_wait,
+        }
+
+    r0, r1 = SimWorld(2).run(program)
+    assert r0["messages"] == 2 and r0["bytes"] == 44 and r0["to"] == {1: 44}
+    assert r0["dtypes"] == {"float64": 24, "int32": 20}
+    assert (r0["float"], r0["int"]) == (24, 20)
+    assert r0["events"] == [("S", 1), ("S", 1), ("R", 1), ("R", 1)]
+    assert r0["before"] == [("S", 1), ("S", 1), ("R", 1)]  # an irecv counts when waited for
+    assert r1["messages"] == 2 and r1["bytes"] == 12 and r1["dtypes"] == {"float32": 12}
+    assert r1["events"] == [("R", 0), ("R", 0), ("S", 0), ("S", 0)]
+
+
+def test_counting_payload_hook():
+    def refuse_none(x):
+        if x is None:
+            raise TypeError("comm.send got None")
+        return x
+
+    world = SimWorld(2)
+
+    def program(comm):
+        c = CountingComm(comm, refuse_none)
+        if comm.rank == 0:
+            with pytest.raises(TypeError, match="got None"):
+                c.send(None, 1)
+        return c.messages, c.bytes, c.events
+
+    assert world.run(program) == [(0, 0, []), (0, 0, [])]
+
+
+def _probe(comm):
+    """On a gloo rank: the seal refuses torch's own calls and lets TorchDistComm through."""
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    pg = c10d._get_default_group()
+    names = ("all_reduce", "send", "recv", "barrier", "broadcast")
+    before = {n: (getattr(dist, n), getattr(c10d, n)) for n in names}
+    pg_before = type(pg).allreduce
+    refused, got = [], None
+    with sealed_torch_distributed(comm, " (a hint)"):
+        t = torch.ones(2)
+        for label, call in (
+            ("dist.all_reduce", lambda: dist.all_reduce(t)),
+            ("dist.send", lambda: dist.send(t, 1 - comm.rank)),
+            ("c10d.all_reduce", lambda: c10d.all_reduce(t)),
+            ("pg.allreduce", lambda: pg.allreduce([t])),
+            ("default_pg.allreduce", lambda: c10d._get_default_group().allreduce([t])),
+        ):
+            try:
+                call()
+            except RuntimeError as exc:
+                if "is not allowed in this exercise" in str(exc) and "(a hint)" in str(exc):
+                    refused.append(label)
+        view = protocol_only(comm)
+        view.send(np.arange(4) * (comm.rank + 1), 1 - comm.rank)
+        got = view.recv(1 - comm.rank).tolist()
+        view.barrier()
+    restored = all((getattr(dist, n), getattr(c10d, n)) == before[n] for n in names)
+    restored = restored and type(pg).allreduce is pg_before
+    buf = torch.ones(2)
+    dist.all_reduce(buf)  # the real one again
+    gc.collect()
+    return refused, got, restored, buf.tolist(), comm.bytes_sent
+
+
+@pytest.mark.slow
+def test_seal_on_gloo_ranks():
+    from minitorch.comm.torchdist import launch
+
+    outs = launch("tests.checks.test_ranks:_probe", 2, timeout=120.0)
+    for rank, (refused, got, restored, reduced, sent) in enumerate(outs):
+        assert refused == [
+            "dist.all_reduce",
+            "dist.send",
+            "c10d.all_reduce",
+            "pg.allreduce",
+            "default_pg.allreduce",
+        ]
+        assert got == [v * (2 - rank) for v in range(4)]
+        assert restored and reduced == [2.0, 2.0] and sent == 32
