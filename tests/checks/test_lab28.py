@@ -191,3 +191,52 @@ def test_report_rejects_the_reference():
         match="reference",
         error=ReferenceCalledError,
     )
+
+
+# --------------------------------------------------------------------------- graders' truth
+def test_graders_ground_truth_is_blocked():
+    from minitorch.checks.lab28 import _truth, kv, work
+
+    def counts(q, r):
+        p, t = _truth.no_cache_work([len(x.prompt) for x in q], [x.max_new_tokens for x in q])
+        s = [st.tokens for st in r.steps]
+        return dict(baseline_passes=p, baseline_tokens=t, served_passes=len(s),
+                    served_tokens=sum(s))  # fmt: skip
+
+    for check, cheat in [
+        (lab28.check_work_counts, counts),
+        (lab28.check_work_counts, lambda q, r: work._truth(q, r)),
+        (lab28.check_kv_usage, lambda e: kv._truth(e)),
+    ]:
+        rejects(check, cheat, match="reference", error=ReferenceCalledError)
+
+
+def _rows_f32(name, w):  # a correct INT8 rounding in float32 (a near-tie may round the other way)
+    w = np.asarray(w, np.float32)
+    s = np.abs(w).max(axis=1, keepdims=True) / np.float32(127)
+    return (np.round(w * (np.float32(1) / s)) * s).astype(np.float32)
+
+
+def _server_with(quantize):
+    def build(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
+        q = map_linear_weights(model, quantize)
+        engine = Engine(model, num_blocks, block_size, token_budget, max_num_seqs, cost=cost)
+        c = q.config
+        cache = qs.Int8PagedKVCache(c.n_layer, num_blocks, block_size, c.n_kv_head, c.head_dim)
+        engine.runner = PagedGPT(q, cache)
+        return engine
+
+    return build
+
+
+def test_server_accepts_float32_rounding(capsys):
+    lab28.check_server(_server_with(_rows_f32))
+    assert "✔ Exercise 28.1 passed" in capsys.readouterr().out
+
+
+def test_server_rejects_fp32_mlp_only():
+    rejects(
+        lab28.check_server,
+        _server_with(lambda n, w: w if ".mlp." in n else _rows_f32(n, w)),
+        match="mlp.w1.weight is the FP32 weight",
+    )

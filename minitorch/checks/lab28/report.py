@@ -44,7 +44,15 @@ def _hint(key: str, got: dict[str, Any], want: dict[str, float], first: bool) ->
     return "See the task: each figure's definition, all from the one served run of seed."
 
 
-@grader("28.4", blocks=("minitorch.runtime.quant_serving:capstone_report",), uses=(
+_BLOCKS = (
+    "minitorch.runtime.quant_serving:capstone_report",
+    "minitorch.checks.lab28._truth:no_cache_work",
+    "minitorch.checks.lab28.work:_truth",
+    "minitorch.checks.lab28.kv:_truth",
+)
+
+
+@grader("28.4", blocks=_BLOCKS, uses=(
     ("28.1", "build_server", "minitorch.runtime.quant_serving:quant_engine"),
     ("28.2", "work_counts", "minitorch.runtime.quant_serving:work_counts"),
     ("28.3", "kv_usage", "minitorch.runtime.quant_serving:kv_usage"),
