@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PROTOCOL", "CountingComm", "protocol_only", "sealed_torch_distributed"]
+__all__ = ["PROTOCOL", "CountingComm", "launch_source", "protocol_only", "sealed_torch_distributed"]
 
 PROTOCOL = ("rank", "world_size", "send", "recv", "isend", "irecv", "barrier")
 
@@ -203,3 +203,29 @@ def sealed_torch_distributed(comm: Any, hint: str = "") -> Iterator[None]:
         for owner, name, value in reversed(saved):
             setattr(owner, name, value)
         comm._dist = own
+
+
+def launch_source(fn: Callable[..., Any], target: str, world_size: int, *args: Any,
+                  advice: str) -> list[Any]:  # fmt: skip
+    """Run the learner's ``fn`` by its source on ``world_size`` gloo ranks (one launch).
+
+    ``target`` is the importable rank program; it receives the source, ``fn``'s name and
+    ``args``. A source that cannot be read, or a rank that fails, becomes a short
+    ``CheckFailure``: ``advice`` with ``{why}`` filled in.
+    """
+    import inspect
+    import textwrap
+
+    from minitorch.checks.errors import CheckFailure
+    from minitorch.comm.torchdist import RankError, launch
+
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        raise CheckFailure(advice.format(why="its source code cannot be read")) from None
+    try:
+        return launch(target, world_size, source, fn.__name__, *args)
+    except RankError as exc:
+        lines = str(exc).strip().splitlines()
+        last = next((x.strip() for x in reversed(lines) if "Error:" in x), lines[-1])
+        raise CheckFailure(advice.format(why=f"it failed on a gloo rank: {last}")) from None

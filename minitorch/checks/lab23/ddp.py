@@ -11,8 +11,6 @@ sends 2(p-1) messages per call).
 
 from __future__ import annotations
 
-import inspect
-import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +20,7 @@ from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded
 from minitorch.checks.errors import CheckFailure
 from minitorch.checks.lab23.workers import REFERENCE, ddp_train, mlp_data, plain_buckets
+from minitorch.checks.ranks import launch_source
 from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_ddp_sync", "single_process"]
@@ -145,19 +144,8 @@ def check_ddp_sync(ddp_sync: Callable[..., Any], real: bool = True) -> str:
         _compare(case, outs, "simulated world")
     if not real:
         return f"{len(cases)} simulated trainings equal one process to 1e-10"
-    from minitorch.comm.torchdist import RankError, launch
-
     gloo = [dict(c, p=2) for c in cases[:1] + cases[-1:]]
-    try:
-        source = textwrap.dedent(inspect.getsource(raw))
-    except (OSError, TypeError):
-        raise CheckFailure(_SOURCE.format(why="its source code cannot be read")) from None
-    try:
-        runs = launch("minitorch.checks.lab23.workers:ddp_gloo", 2, source, raw.__name__, gloo)
-    except RankError as exc:
-        lines = str(exc).strip().splitlines()
-        last = next((x.strip() for x in reversed(lines) if "Error:" in x), lines[-1])
-        raise CheckFailure(_SOURCE.format(why=f"it failed on a gloo rank: {last}")) from None
+    runs = launch_source(raw, "minitorch.checks.lab23.workers:ddp_gloo", 2, gloo, advice=_SOURCE)
     for k, case in enumerate(gloo):
         _compare(case, [runs[0][k], runs[1][k]], "2 gloo processes")
     steps = sum(c["steps"] for c in cases + gloo)

@@ -10,8 +10,6 @@ the ``e^(m - m')`` rescaling; ignoring the causal mask or the block offsets.
 
 from __future__ import annotations
 
-import inspect
-import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +19,7 @@ from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded
 from minitorch.checks.errors import CheckFailure
 from minitorch.checks.lab26.workers import RING_REF, full_attention, ring_program, unscaled_ring
+from minitorch.checks.ranks import launch_source
 from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_ring_attention", "ring_cases"]
@@ -115,19 +114,8 @@ def check_ring_attention(ring_attention: Callable[..., Any], real: bool = True) 
         compare(case, outs, "simulated world")
     if not real:
         return f"{len(cases)} simulated cases (p = 2..4) equal full attention, ring bytes exact"
-    from minitorch.comm.torchdist import RankError, launch
-
     gloo = [ring_cases(0)[0], _case(7, 2, 2, 3, 3, True, 2.0, "p=2, causal")]
-    try:
-        source = textwrap.dedent(inspect.getsource(raw))
-    except (OSError, TypeError):
-        raise CheckFailure(_SOURCE.format(why="its source code cannot be read")) from None
-    try:
-        runs = launch("minitorch.checks.lab26.workers:ring_gloo", 2, source, raw.__name__, gloo)
-    except RankError as exc:
-        lines = str(exc).strip().splitlines()
-        last = next((x.strip() for x in reversed(lines) if "Error:" in x), lines[-1])
-        raise CheckFailure(_SOURCE.format(why=f"it failed on a gloo rank: {last}")) from None
+    runs = launch_source(raw, "minitorch.checks.lab26.workers:ring_gloo", 2, gloo, advice=_SOURCE)
     for i, case in enumerate(gloo):
         compare(case, [runs[0][i], runs[1][i]], "2 gloo processes")
     return (
