@@ -4,8 +4,10 @@ A layout splits ``n = tp * pp * cp * dp`` GPUs: tensor parallel (each layer's ma
 ``tp`` GPUs of one node), pipeline parallel (``pp`` stages of ``layers / pp`` layers), context
 parallel (the sequence over ``cp``), data parallel (``dp`` replicas), and for MoE models expert
 parallel (the experts over ``ep`` GPUs of the data-parallel group). Microbatch ``b = 1``,
-1F1B schedule, full activation recomputation, mixed-precision Adam, no ZeRO: the setting of
-Narayanan et al. 2021.
+the plain 1F1B schedule, full activation recomputation, mixed-precision Adam, no ZeRO: a
+simplification of Narayanan et al. 2021's runs, not their exact setting (their 145.6B run
+used micro-batch 2 and the interleaved schedule with v = 2; their GPT-3 175B configuration
+micro-batch 1).
 
 Memory per GPU (bytes), the first pipeline stage (it holds the embedding and the most
 in-flight microbatches)::
