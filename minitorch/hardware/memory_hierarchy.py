@@ -37,7 +37,10 @@ __all__ = [
     "sram_footprint",
 ]
 
-_SMS, _CLOCK = 132, 1.83e9  # H100 SXM: SMs (whitepaper), boost clock Hz (datasheet)
+# H100 SXM: 132 SMs (whitepaper). The datasheet states no clock: 1.83 GHz is the clock at which
+# 132 SMs x 4,096 dense FP16 tensor FLOP per clock (2x an A100 SM, whitepaper) give the
+# datasheet's 989 TFLOP/s dense FP16 (1,979 with sparsity): 989.4e12 / (132 * 4096) = 1.83e9.
+_SMS, _CLOCK = 132, 1.83e9
 MAC_PJ = 1.5  # bf16 multiply 1.1 pJ + add 0.4 pJ, Horowitz 2014 (45 nm)
 
 

@@ -13,7 +13,7 @@ overflow to inf, which is why FP16 training needs loss scaling (``optim.GradScal
     forward   y = round(x)                 backward   dL/dx = round(dL/dy)
 
 Lab: 04_training_loop
-Paper: Micikevicius et al. 2017, "Mixed Precision Training"
+Paper: Micikevicius et al., ICLR 2018 (arXiv 2017), "Mixed Precision Training"
 """
 
 from __future__ import annotations

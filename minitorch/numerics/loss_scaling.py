@@ -12,7 +12,7 @@ so S hovers just below the largest scale that does not overflow. This is exactly
 ``torch._amp_update_scale_`` as used by ``torch.amp.GradScaler.update``.
 
 Lab: 01_numerics
-Paper: Micikevicius et al. 2017, "Mixed Precision Training"
+Paper: Micikevicius et al., ICLR 2018 (arXiv 2017), "Mixed Precision Training"
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ step the FP32 grads are divided by S again. S adapts:
     scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
 
 Lab: 04_training_loop
-Paper: Micikevicius et al. 2017, "Mixed Precision Training"
+Paper: Micikevicius et al., ICLR 2018 (arXiv 2017), "Mixed Precision Training"
 """
 
 from __future__ import annotations
