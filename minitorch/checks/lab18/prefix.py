@@ -2,7 +2,8 @@
 
 The learner's ``block_hashes(tokens, block_size)`` returns one int per FULL block. The rule
 is checked on every pair of sequences of a workload (a shared system prompt, prompts whose
-later blocks repeat under a different prefix, partial last blocks): block i of two
+later blocks repeat under a different prefix, the same blocks in another order, partial last
+blocks): block i of two
 sequences gets the same key exactly when their first (i + 1) * block_size tokens are equal.
 Ground truth is that prefix equality, written here. Then the grader replays the workload
 through a prefix cache keyed by the learner's hashes and reports the hit rate.
@@ -28,6 +29,8 @@ def _workload(g: np.random.Generator, n: int, system: int, bs: int) -> list[list
     block = g.integers(0, 50, bs).tolist()  # the same block under two different prefixes
     out += [g.integers(50, 60, bs).tolist() + block + [1], g.integers(60, 70, bs).tolist() + block]
     out += [sys_prompt[: bs - 1], []]  # shorter than a block: no key
+    a, b = g.integers(70, 80, bs).tolist(), g.integers(80, 90, bs).tolist()
+    out += [a + b + [2], b + a]  # the same two blocks in the other order
     return out
 
 
@@ -94,14 +97,26 @@ def check_prefix_hashes(block_hashes: Callable[..., Any]) -> str:
                     same_prefix = seqs[a][: (i + 1) * bs] == seqs[b][: (i + 1) * bs]
                     if (keys[a][i] == keys[b][i]) != same_prefix:
                         own = seqs[a][i * bs : (i + 1) * bs] == seqs[b][i * bs : (i + 1) * bs]
-                        why = (
-                            "equal blocks under different prefixes got the same key: chain "
-                            "the hash, key_i = hash((key_{i-1}, block i's tokens)), since "
-                            "a block's K/V depends on every token before it."
-                            if own and not same_prefix
-                            else "equal prefixes must give equal keys (hash the token ids, "
-                            "deterministically) and different prefixes different keys."
-                        )
+                        pa, pb = seqs[a][: (i + 1) * bs], seqs[b][: (i + 1) * bs]
+                        blocks_a = sorted(pa[j : j + bs] for j in range(0, len(pa), bs))
+                        blocks_b = sorted(pb[j : j + bs] for j in range(0, len(pb), bs))
+                        if own and not same_prefix:
+                            why = (
+                                "equal blocks under different prefixes got the same key: "
+                                "chain the hash, key_i = hash((key_{i-1}, block i's tokens)), "
+                                "since a block's K/V depends on every token before it."
+                            )
+                        elif not same_prefix and blocks_a == blocks_b:
+                            why = (
+                                "the same blocks in another order got the same key: the chain "
+                                "must depend on the order (hash the tuple (key_{i-1}, block), "
+                                "not a sum, xor or set of block hashes)."
+                            )
+                        else:
+                            why = (
+                                "equal prefixes must give equal keys (hash the token ids, "
+                                "deterministically) and different prefixes different keys."
+                            )
                         raise CheckFailure(f"[{label}] block {i} of prompts {a} and {b}: {why}")
         hits, lookups = _replay(keys)
         rates.append(hits / lookups)

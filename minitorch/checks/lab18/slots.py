@@ -17,11 +17,22 @@ import torch.nn.functional as F
 
 from minitorch.checks.cases import Case, Mistake, fresh, run_cases
 from minitorch.checks.compare import close, looks_like
-from minitorch.checks.core import fresh_rng, grader, rng
+from minitorch.checks.core import CheckFailure, fresh_rng, grader, rng
 
 __all__ = ["check_paged_attention", "check_slot_mapping"]
 
 _REF = "minitorch.runtime.paged_attention"
+# the course's other attentions (labs 08, 09, 26) answer 18.2 after a gather: blocked too
+_OTHER_ATTENTION = (
+    "minitorch.model.attention:scaled_dot_product_attention",
+    "minitorch.model.attention:repeat_kv",
+    "minitorch.model.attention:CausalSelfAttention",
+    "minitorch.parallel.context:attention",
+    "minitorch.parallel.context:merge_block",
+    "minitorch.kernels.attention:naive_attention",
+    "minitorch.kernels.flash:flash_attention",
+    "minitorch.kernels.flash:flash_attention_forward",
+)
 
 
 def _slots(table: list[int], positions: list[int], bs: int) -> list[int]:
@@ -80,8 +91,17 @@ def check_slot_mapping(slot_mapping: Callable[..., Any]) -> str:
         shown = np.asarray(got).tolist()[:8]
         return f"[{case.label}] slots {shown}..., expected {want[:8]}.... {hint}"
 
+    def read(got: Any, label: str) -> list[int]:
+        arr = np.asarray(got)
+        if arr.dtype.kind not in "iu":
+            raise CheckFailure(
+                f"[{label}] slots of dtype {arr.dtype}: return ints (an int array). A float "
+                "slot cannot index the cache; use // and %, or .astype(np.int64)."
+            )
+        return arr.tolist()  # type: ignore[no-any-return]
+
     n = run_cases(
-        lambda t, p, b: np.asarray(slot_mapping(t, p, b)).tolist(),
+        slot_mapping,
         [
             Case(
                 lbl,
@@ -93,6 +113,8 @@ def check_slot_mapping(slot_mapping: Callable[..., Any]) -> str:
             for lbl, t, p, b in cases
         ],
         message=message,
+        read=read,
+        what="slots",
     )
     return f"{n} block tables mapped exactly (1 fresh); a slot is one multiply-add away"
 
@@ -129,6 +151,7 @@ def _case(g: np.random.Generator, n_q: int, length: int, h: int, hkv: int, bs: i
         f"{_REF}:gather_kv",
         f"{_REF}:PagedKVCache",
         "minitorch.runtime.paged_model:PagedGPT",
+        *_OTHER_ATTENTION,
     ),
     uses=(("18.1", "slot_mapping", f"{_REF}:slot_mapping"),),
 )
