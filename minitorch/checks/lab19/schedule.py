@@ -2,7 +2,8 @@
 19.2 (which running sequences to preempt when KV blocks run out).
 
 Both are compared with plain loops written here, on named cases (decodes beside a long prompt,
-a full batch, too few blocks, a partly prefilled prompt) and fresh random ones. 19.1 also
+a full batch, too few blocks, two prompts that fit the free blocks one at a time but not
+together, a partly prefilled prompt) and fresh random ones. 19.1 also
 holds every answer to the budget: the tokens scheduled never exceed it.
 """
 
@@ -36,6 +37,7 @@ def _plan(
     chunk_always: bool = False,
     running_break: bool = False,
     seats_scheduled: bool = False,
+    shrink: bool = True,
 ) -> list[tuple[int, int]]:
     """The rule (keyword flags give the known mistakes)."""
     out: list[tuple[int, int]] = []
@@ -65,7 +67,7 @@ def _plan(
                 continue
             break
         out.append((sid, n))
-        budget, left, free = budget - n, left - 1, free - nb
+        budget, left, free = budget - n, left - 1, free - nb * shrink
     if waiting_first:
         run_running()
     return out
@@ -92,6 +94,11 @@ _STEP_MISTAKES = (
         "max_num_seqs counts the running sequences too: admit at most max_num_seqs - len(running).",
     ),
     (
+        dict(shrink=False),
+        "free_blocks shrinks with every admission: two prompts that each fit the free blocks "
+        "may not fit together (subtract each admitted prompt's blocks_needed).",
+    ),
+    (
         dict(blocks=False),
         "A waiting sequence is admitted only if its blocks are free "
         "(blocks_needed <= free_blocks, which then shrinks).",
@@ -115,6 +122,10 @@ def _step_cases(f: np.random.Generator) -> list[tuple[str, tuple]]:
         ("the same without chunked prefill", (dec, [(3, 100, 25), (4, 5, 2)], 16, 8, 50, False)),
         ("a full batch: max_num_seqs 4", (dec, [(3, 4, 1), (4, 4, 1)], 64, 4, 50, True)),
         ("one free block left", (dec, [(3, 8, 2), (4, 2, 1)], 64, 8, 1, True)),
+        (
+            "two prompts fit 3 free blocks one at a time, not together",
+            (dec, [(3, 4, 2), (4, 4, 2), (5, 1, 1)], 64, 8, 3, True),
+        ),
         ("a partly prefilled prompt continues first", ([(0, 40)], [(1, 3, 1)], 16, 8, 9, True)),
         ("20 decodes, budget 8", ([(i, 1) for i in range(20)], [(20, 3, 1)], 8, 32, 9, True)),
         ("small prompts admitted whole", ([], [(0, 5, 2), (1, 6, 2), (2, 9, 3)], 16, 8, 9, False)),
