@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from minitorch.checks.core import guarded, plain
+from minitorch.checks.core import plain
 from minitorch.checks.errors import CheckFailure, StudentError
-from minitorch.checks.ranks import protocol_only
+from minitorch.checks.harness import RankRun, run_ranks
 from minitorch.comm.simworld import SimWorld
 
 _C = "minitorch.comm.collectives"
@@ -42,30 +42,23 @@ def split(n: int, p: int) -> list[tuple[int, int]]:
 
 def run_world(
     student: Any, exercise: str, case: WorldCase, *, what: str = "result"
-) -> tuple[list[Any], SimWorld]:
-    """Run ``student(comm, *case.args[r])`` on every rank, guarded; plain results."""
+) -> tuple[list[Any], RankRun]:
+    """Run ``student(comm, *case.args[r])`` on every rank, each in its own process; plain
+    results and the router's record (the world's counters live here, never on a rank)."""
     p = len(case.args)
     world = SimWorld(p)
-    raw = getattr(student, "fn", student)
-    columns = [[a[i] for a in case.args] for i in range(len(case.args[0]))]
-
-    def rank(comm: Any, *args: Any) -> Any:
-        return raw(protocol_only(comm), *args)
-
-    call = guarded(lambda: world.run(rank, *columns, per_rank=True), exercise, BLOCKS)
     try:
-        outs = call()
-    except StudentError as exc:  # the guarded call has no arguments: name the case instead
-        raise StudentError(
-            f"[{case.label}] " + str(exc).replace(" (called with )", "")
-        ) from exc.__cause__
-    return [plain(o, what=what, case=case.label) for o in outs], world
+        run = run_ranks(student, world, case.args)
+    except (StudentError, CheckFailure) as exc:  # name the case
+        exc.args = (f"[{case.label}] {exc}",)
+        raise
+    return [plain(o, what=what, case=case.label) for o in run.results], run
 
 
 def compare(
     case: WorldCase,
     outs: list[Any],
-    world: SimWorld,
+    world: RankRun,
     *,
     value_hint: Callable[[int, Any, Any], str],
     budget_hint: Callable[[list[int]], str],
@@ -84,7 +77,7 @@ def compare(
                 f"[{case.label}] rank {r} of {len(outs)} returned {_show(got)}, expected "
                 f"{_show(want)}. {hint}"
             )
-    sent = list(world.bytes_sent)
+    sent = list(world.world.bytes_sent)
     if sent != case.budget:
         bad = next(r for r in range(len(sent)) if sent[r] != case.budget[r])
         raise CheckFailure(

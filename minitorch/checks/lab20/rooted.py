@@ -79,7 +79,7 @@ def check_broadcast(broadcast: Callable[..., Any]) -> str:
             return _SELF_SEND if sent[root] > (len(sent) - 1) * n else ""
 
         compare(case, outs, world, value_hint=value_hint, budget_hint=budget_hint)
-        total += sum(world.bytes_sent)
+        total += sum(world.world.bytes_sent)
     return (
         f"{len(cases)} worlds (p = 1..8, uneven n, any root; 6 fresh) right, bytes per rank "
         f"exactly the flat tree's; {total} bytes in all"
@@ -126,7 +126,7 @@ def check_all_reduce(all_reduce: Callable[..., Any]) -> str:
             value_hint=lambda r, g, w: _OWN,
             budget_hint=lambda s: _EVERYONE if len(set(s)) == 1 else "",
         )
-        worst = max(worst, max(world.bytes_sent))
+        worst = max(worst, max(world.world.bytes_sent))
     return (
         f"{len(cases)} worlds (p = 1..8, uneven n; 6 fresh) sum right, rank 0 sends (p-1) n "
         f"and the others n; busiest rank {worst} bytes"

@@ -77,7 +77,7 @@ def check_reduce_scatter(reduce_scatter: Callable[..., Any]) -> str:
     for case in cases:
         outs, world = run_world(reduce_scatter, "20.3", case)
         compare(case, outs, world, value_hint=_rs_hint, budget_hint=lambda s: _WHOLE)
-        moved += sum(world.bytes_sent)
+        moved += sum(world.world.bytes_sent)
     return (
         f"{len(cases)} worlds (p = 1..8, uneven chunks; 6 fresh) right, each rank sends "
         f"n - c_r bytes; {moved} bytes in all"
@@ -114,7 +114,7 @@ def check_all_gather(all_gather: Callable[..., Any]) -> str:
             value_hint=lambda r, g, w: "Concatenate the chunks in rank order, yours included.",
             budget_hint=lambda s: _FUNNEL,
         )
-        moved += sum(world.bytes_sent)
+        moved += sum(world.world.bytes_sent)
     return (
         f"{len(cases)} worlds (p = 1..8, uneven chunks; 6 fresh) gathered in rank order, rank "
         f"r sends (p-1) c_r bytes; {moved} bytes in all"

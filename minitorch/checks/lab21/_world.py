@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from minitorch.checks.core import guarded, plain
-from minitorch.checks.errors import CheckFailure
+from minitorch.checks.core import _Guarded, guarded, plain
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import run_ranks
 from minitorch.comm.simworld import SimWorld
 
 _A = "minitorch.comm.allreduce"
@@ -49,18 +50,29 @@ def loop_sum(xs: Sequence[np.ndarray]) -> np.ndarray:
 def run_sim(
     student: Any, exercise: str, blocks: Sequence[str], world: SimWorld, label: str, *columns: Any
 ) -> list[Any]:
-    """Run ``student(comm, *column[r])`` on every rank of ``world`` guarded; plain results."""
-    raw = getattr(student, "fn", student)
-    given = [[v.copy() if isinstance(v, np.ndarray) else v for v in col] for col in columns]
-    outs = guarded(lambda: world.run(raw, *given, per_rank=True), exercise, blocks)()
-    for col, sent in zip(columns, given, strict=True):
-        for r, (v, w) in enumerate(zip(col, sent, strict=True)):
+    """Run ``student(comm, *column[r])`` on every rank of ``world``, each rank in its own
+    process (:func:`~minitorch.checks.harness.run_ranks`); plain results. ``world``'s
+    counters, links and clock are the router's record: no rank can reach them."""
+    guarded_student = student if type(student) is _Guarded else guarded(student, exercise, blocks)
+
+    def rank(comm: Any, *args: Any) -> Any:  # runs in the rank's process
+        given = [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+        out = guarded_student(comm, *given)
+        for v, w in zip(args, given, strict=True):
             if isinstance(v, np.ndarray) and not np.array_equal(v, w):
                 raise CheckFailure(
-                    f"[{label}] rank {r}'s x was changed in place: work on a copy "
+                    f"[{label}] rank {comm.rank}'s x was changed in place: work on a copy "
                     f"(buf = x.copy()); the caller still owns x."
                 )
-    return [plain(o, what="result", case=label) for o in outs]
+        return plain(out, what="result", case=label)
+
+    try:
+        run = run_ranks(rank, world, list(zip(*columns, strict=True)))
+    except (StudentError, CheckFailure) as exc:
+        if not str(exc).startswith(f"[{label}]"):
+            exc.args = (f"[{label}] {exc}",)
+        raise
+    return run.results
 
 
 def same(got: Any, want: np.ndarray) -> bool:
