@@ -192,11 +192,13 @@ def bump_malloc(state, nbytes):
         state.peak_reserved = max(state.peak_reserved, state.reserved)
         top = (base, base, max(segment, size))
     state.live[-1] = (top[0], top[1] + size, top[2])
+    state.live[top[1]] = (size,)
+    state.allocated += size
     return top[1]
 
 
 def bump_free(state, addr):
-    pass
+    state.allocated -= state.live.pop(addr)[0]
 
 
 def naive_malloc(state, nbytes):

@@ -8,16 +8,19 @@ the same weights and the same primitive ops, for ``torch.fx.symbolic_trace``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from minitorch.checks.core import assert_true, plain
+from minitorch.checks.core import CheckFailure, StudentError, assert_true, plain
 from minitorch.compiler.ir import Graph, Node
 
 __all__ = [
+    "assert_same_bits",
     "attention_graph",
+    "call",
     "fx_counts",
     "fx_nodes",
     "mlp_graph",
@@ -25,6 +28,44 @@ __all__ = [
     "torch_attention",
     "torch_mlp",
 ]
+
+
+def call(student: Callable[..., Any], case: str, *args: Any) -> Any:
+    """``student(*args)``; an exception the student's code raises names the case."""
+    try:
+        return student(*args)
+    except StudentError as exc:
+        named = StudentError(f"[{case}] {exc}")
+        raise named from exc.__cause__
+
+
+def assert_same_bits(got: Any, want: np.ndarray, *, case: str, what: str, hint: str = "") -> None:
+    """Bit for bit: the same dtype and shape, and the same bit patterns (so -0.0 is not 0.0
+    and a NaN must be the same NaN), the first mismatch shown with its bits."""
+    out = plain(got, what=what, case=case)
+    out = np.asarray(out)
+    if out.dtype != want.dtype or out.shape != want.shape:
+        raise CheckFailure(
+            f"[{case}] {what}: {out.dtype}{list(out.shape)}, expected {want.dtype}"
+            f"{list(want.shape)}." + (f" {hint}" if hint else "")
+        )
+    floats = want.dtype.kind == "f"
+    a = np.ascontiguousarray(out)
+    e = np.ascontiguousarray(want)
+    bad = a.view(f"u{e.dtype.itemsize}") != e.view(f"u{e.dtype.itemsize}") if floats else a != e
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+
+        def show(v: Any) -> str:
+            if not floats:
+                return repr(v.item())
+            return f"{v.item()!r} (bits 0x{int(np.asarray(v).view(f'u{e.dtype.itemsize}')):x})"
+
+        raise CheckFailure(
+            f"[{case}] {what} differ in {int(bad.sum())} of {bad.size} entries; first at "
+            f"{list(idx)}: got {show(a[idx])}, expected {show(e[idx])}."
+            + (f" {hint}" if hint else "")
+        )
 
 
 def _str(x: Any, what: str, case: str) -> str:

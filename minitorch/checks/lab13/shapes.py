@@ -169,7 +169,7 @@ def _one(
         if isinstance(exc.__cause__, MemoryError):
             raise CheckFailure(f"[{case}] {op}{tuple(shapes)}: MemoryError. {hint}") from None
         if not isinstance(exc.__cause__, ValueError):
-            raise
+            raise StudentError(f"[{case}] {exc}") from exc.__cause__
         if want is None:
             return False
         msg = (

@@ -15,7 +15,7 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import assert_true, fresh_rng, grader, plain
-from minitorch.checks.lab13.common import attention_graph, mlp_graph
+from minitorch.checks.lab13.common import attention_graph, call, mlp_graph
 from minitorch.compiler import models
 from minitorch.compiler.ir import Graph, Node
 
@@ -96,7 +96,7 @@ def _extra_defects() -> list[tuple[str, Graph, str]]:
 
 
 def _run(student: Callable[..., object], g: Graph, case: str) -> list[object]:
-    got = plain(student(_copy(g)), what="the list of problems", case=case)
+    got = plain(call(student, case, _copy(g)), what="the list of problems", case=case)
     assert_true(
         isinstance(got, list), f"[{case}] return a list of problems (str), got {type(got).__name__}"
     )

@@ -222,6 +222,7 @@ def _perms(dims: int) -> list[tuple[int, ...]]:
         f"{_D}:legal_permutation",
         f"{_D}:legal_tiling",
         f"{_D}:lex_positive",
+        f"{_D}:respects",
         f"{_G}:runs_in_order",
         f"{_G}:_perm_legal",
         f"{_G}:_tile_legal",

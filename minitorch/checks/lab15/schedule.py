@@ -12,6 +12,7 @@ floats per line: the best untiled order (ikj) moves about ``n^3 / L`` lines and 
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import assert_true, fresh_rng, grader
-from minitorch.compiler.loops import Kernel, Nest, compile_nest, matmul, nest
+from minitorch.compiler.loops import Kernel, Nest, compile_nest, matmul, nest, reorder, split
 from minitorch.hardware.cache import CacheConfig, simulate
 
 __all__ = ["check_schedule_matmul", "miss_budget", "run_order"]
@@ -56,6 +57,75 @@ def run_order(s: Nest, case: str) -> np.ndarray:
     return points[((points >= 0) & (points < ext)).all(axis=1)]
 
 
+_ONLY = (
+    "Split and reorder only: {what}. Build the schedule from split(s, var, factor) and "
+    "reorder(s, ...) (no fuse, unroll, vectorize, tile or hand-made loops)."
+)
+
+
+def _splits(expr: ast.expr, case: str) -> list[tuple[str, int]]:
+    """The splits (var, factor) that give an iterator the expression ``expr``, outer first:
+    ``v`` is no split; ``(vo * f + vi)`` splits v by f, then vo and vi may be split again."""
+    if isinstance(expr, ast.Name):
+        return []
+    ok = (
+        isinstance(expr, ast.BinOp)
+        and isinstance(expr.op, ast.Add)
+        and isinstance(expr.left, ast.BinOp)
+        and isinstance(expr.left.op, ast.Mult)
+        and isinstance(expr.left.right, ast.Constant)
+        and type(expr.left.right.value) is int
+    )
+    assert_true(ok, f"[{case}] " + _ONLY.format(what=f"an iterator is {ast.unparse(expr)!r}"))
+    outer, inner = expr.left.left, expr.right  # type: ignore[attr-defined]
+    root = _root(outer, case)
+    assert_true(
+        root.endswith("o") and _root(inner, case) == root[:-1] + "i",
+        f"[{case}] " + _ONLY.format(what=f"an iterator is {ast.unparse(expr)!r}"),
+    )
+    factor = int(expr.left.right.value)  # type: ignore[attr-defined]
+    return [(root[:-1], factor), *_splits(outer, case), *_splits(inner, case)]
+
+
+def _root(expr: ast.expr, case: str) -> str:
+    """The loop variable a split tree stands for: ``(ioo * 2 + ioi)`` is ``io``."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.BinOp):
+        return _root(expr.left.left, case)[:-1]
+    assert_true(False, f"[{case}] " + _ONLY.format(what=f"an iterator is {ast.unparse(expr)!r}"))
+    return ""
+
+
+def split_and_reorder_only(got: Nest, kernel: Kernel, case: str) -> None:
+    """``got`` is what split and reorder make of the plain nest: replay the splits its
+    iterators name (with the course's own split), reorder to its loop order, compare."""
+    want = nest(kernel)
+    for var, expr in got.bind:
+        try:
+            tree = ast.parse(expr, mode="eval").body
+        except SyntaxError:
+            assert_true(False, f"[{case}] " + _ONLY.format(what=f"{var} = {expr!r}"))
+        for name, factor in _splits(tree, case):
+            try:
+                want = split(want, name, factor)
+            except (KeyError, ValueError):
+                assert_true(False, f"[{case}] " + _ONLY.format(what=f"{var} = {expr!r}"))
+    order = [lp.var for lp in got.loops]
+    assert_true(
+        sorted(order) == sorted(want.order),
+        f"[{case}] " + _ONLY.format(what=f"loops {tuple(order)}, the splits give {want.order}"),
+    )
+    want = reorder(want, *order)
+    kinds = sorted({lp.kind for lp in got.loops} - {"serial"})
+    what = (
+        f"{kinds[0]} loops"
+        if kinds
+        else "the loops' extents or the guards differ from what those splits give"
+    )
+    assert_true(got == want, f"[{case}] " + _ONLY.format(what=what))
+
+
 def _trace(points: np.ndarray, n: int) -> np.ndarray:
     i, j, k = points.T
     a, b, c = (i * n + k) * 8, (n * n + k * n + j) * 8, (2 * n * n + i * n + j) * 8
@@ -78,6 +148,7 @@ def _one_case(student: Callable[..., object], n: int, case: str) -> int:
         f"[{case}] {int((seen == 0).sum())} iterations (i, j, k) never run and "
         f"{int((seen > 1).sum())} run twice: C would be wrong. Split and reorder only.",
     )
+    split_and_reorder_only(got, kernel, case)
     gen = np.random.default_rng(n)
     a, b, c = gen.standard_normal((n, n)), gen.standard_normal((n, n)), np.zeros((n, n))
     compile_nest(got)(a, b, c)

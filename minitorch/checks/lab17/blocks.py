@@ -34,9 +34,11 @@ _ALLOC_HINTS = {  # the boundary variants first: on their cases "no split" looks
     "usable block of its own.",
     "rest >= 1 MiB": "In the large pool split only when the rest is *over* 1 MiB (> kSmallSize): "
     "a rest of exactly 1 MiB stays inside the allocated block.",
-    "first fit": "That is first fit: take the *smallest* free block that fits (best fit), lowest "
-    "address on ties; first fit breaks big blocks that a later big request needed.",
-    "worst fit": "That is worst fit: take the smallest free block that fits, not the largest.",
+    "first fit": "That is first fit (the first free block that fits): take the *smallest* free "
+    "block that fits (best fit), lowest address on ties; first fit breaks big blocks that a "
+    "later big request needed.",
+    "worst fit": "That is worst fit (the largest free block): take the *smallest* free block "
+    "that fits, not the largest.",
     "ties high": "On a tie in size take the block with the *lower* address.",
     "no split": "The block was not split: the rest (>= 512 B in the small pool, > 1 MiB in the "
     "large) must stay free as a block of its own, or it is lost until the whole block is freed.",
@@ -65,12 +67,21 @@ def _read(pool: Any, label: str) -> list[Row]:
 
 def _name(rows: list[Row], got: list[Row], run: Callable[[list[Row], str], object],
           hints: dict[str, str]) -> str:  # fmt: skip
-    for bug, hint in hints.items():
+    """The hint of the known mistake that reproduces ``got``; when several do on this pool
+    (first fit and worst fit pick the same block when the first fit is also the largest),
+    say so rather than name one of them."""
+    found = []
+    for bug in hints:
         mine = [list(r) for r in rows]
         run(mine, bug)
         if mine == got:
-            return hint
-    return ""
+            found.append(bug)
+    if {"first fit", "worst fit"} <= set(found):
+        return (
+            "That is first fit or worst fit (on this pool both take the same block): take the "
+            "*smallest* free block that fits, lowest address on ties."
+        )
+    return hints[found[0]] if found else ""
 
 
 def _bytes(n: int) -> str:
@@ -85,6 +96,18 @@ def _show(rows: list[Row]) -> str:
 _NAMED_ALLOC: list[tuple[str, list[Row], int, bool]] = [
     ("empty pool: nothing fits", [], 512, True),
     ("one free segment: split it", [[0, SEG, 0, False]], 512 * KIB, True),
+    (  # first fit, worst fit and best fit take three different blocks
+        "best fit, not first fit nor worst fit",
+        [
+            [0, 16 * KIB, 0, False],
+            [16 * KIB, 512, 0, True],
+            [16 * KIB + 512, 64 * KIB, 0, False],
+            [80 * KIB + 512, 512, 0, True],
+            [81 * KIB, 8 * KIB, 0, False],
+        ],
+        8 * KIB,
+        True,
+    ),
     (
         "best fit, not first fit",
         [[0, 64 * KIB, 0, False], [64 * KIB, 512, 0, True], [65 * KIB, 8 * KIB, 0, False]],

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from minitorch.checks.cases import fresh
-from minitorch.checks.core import fresh_rng, grader, plain
+from minitorch.checks.core import fresh_rng, grader
 from minitorch.checks.errors import CheckFailure
+from minitorch.checks.harness import remote, request, run_apart
 from minitorch.checks.lab17.model import KIB, MIB, Row, plain_alloc, plain_free, plain_size_class
 from minitorch.checks.values import assert_true
 from minitorch.runtime.allocator import CacheState
@@ -92,6 +93,33 @@ def _plain_run(trace: Trace) -> tuple[int, int, dict[str, list[Row]]]:
     return allocs, peak, pools
 
 
+class _Plain:
+    """The plain model, one event at a time: what ``allocated`` and the device calls are."""
+
+    def __init__(self) -> None:
+        self.pools: dict[str, list[Row]] = {"small": [], "large": []}
+        self.where: dict[int, tuple[str, int, int]] = {}  # ident -> (pool, addr, block size)
+        self.next = self.allocs = self.allocated = 0
+
+    def alloc(self, ident: int, n: int) -> None:
+        size, name, seg = plain_size_class(n)
+        rows = self.pools[name]
+        i = plain_alloc(rows, size, name == "small")
+        if i is None:
+            rows.append([self.next, seg, self.next, False])
+            self.next, self.allocs = self.next + seg, self.allocs + 1
+            i = plain_alloc(rows, size, name == "small")
+        assert i is not None
+        self.where[ident] = (name, rows[i][0], rows[i][1])
+        self.allocated += rows[i][1]
+
+    def free(self, ident: int) -> None:
+        name, addr, size = self.where.pop(ident)
+        rows = self.pools[name]
+        plain_free(rows, next(k for k, r in enumerate(rows) if r[0] == addr))
+        self.allocated -= size
+
+
 def _whole_free(pools: dict[str, list[Row]]) -> int:
     """Bytes of the segments that are one free block: what empty_cache gives back."""
     out = 0
@@ -102,49 +130,157 @@ def _whole_free(pools: dict[str, list[Row]]) -> int:
     return out
 
 
-def _replay(
-    malloc: Any, free: Any, trace: Trace, label: str
-) -> tuple[CacheState, _Device, list[int]]:
-    dev = _Device()
-    state = CacheState(dev)
-    starts: list[int] = []  # sorted live addresses
-    ends: dict[int, int] = {}
-    addr_of: dict[int, int] = {}
-    for op, ident, n in trace:
+class _Watch:
+    """This process's view of one replay. The child reports each event, in order (the
+    ``event`` request), with the learner's counters; each is checked here against the
+    device's own segments as they are at that moment: every address inside a live segment,
+    no two live blocks overlapping, ``allocated`` equal to the plain model's (judged while
+    the device calls agree with it), and after ``empty_cache`` no live block's segment gone."""
+
+    def __init__(self, dev: _Device, trace: Trace, label: str) -> None:
+        self.dev, self.trace, self.label = dev, trace, label
+        self.next = 0
+        self.starts: list[int] = []  # sorted live addresses
+        self.ends: dict[int, int] = {}
+        self.addr_of: dict[int, int] = {}
+        self.model = _Plain()
+        self.problem = ""  # the first wrong address (or events out of order)
+        self.allocated = ""  # the first event after which allocated is wrong ("-": not judged)
+        self.released: list[Any] = []
+        self.before_empty: tuple[list[Any], int] = ([], 0)  # counters, device reserved
+
+    def event(self, k: Any, got: Any, counters: Any) -> None:
+        if self.problem:
+            return
+        if type(k) is not int or k != self.next or k >= len(self.trace):
+            self.problem = f"[{self.label}] the replay's events arrived out of order."
+            return
+        self.next += 1
+        op, ident, n = self.trace[k]
+        where = f"{self.label}, event {k}: " + (f"malloc({n})" if op == "alloc" else op)
+        if op == "empty":
+            self.released.append(got)
+            lost = [a for a in self.starts if not self._inside(a, a + 1)]
+            if lost:
+                self.problem = (
+                    f"[{where}] empty_cache with {len(self.starts)} blocks still live gave back "
+                    f"the segment of the live block at {lost[0]}: release only segments that "
+                    "are one whole free block (addr == segment and no other block of that "
+                    "segment in the pool)."
+                )
+            return
         if op == "free":
-            addr = addr_of.pop(ident)
-            free(state, addr)
-            starts.pop(bisect.bisect_left(starts, addr))
-            del ends[addr]
-            continue
-        addr = plain(malloc(state, n), what="address", case=label)
-        addr = int(addr) if isinstance(addr, np.integer) else addr
-        assert_true(type(addr) is int, f"[{label}] malloc returned {addr!r}: return the address.")
+            addr = self.addr_of.pop(ident)
+            self.starts.pop(bisect.bisect_left(self.starts, addr))
+            del self.ends[addr]
+            self.model.free(ident)
+        elif not self._place(got, n, ident, where):
+            return
+        self.before_empty = (list(counters), self.dev.reserved)
+        self._allocated(counters[0], where)
+
+    def _place(self, addr: Any, n: int, ident: int, where: str) -> bool:
+        if type(addr) is not int:
+            self.problem = f"[{where}] malloc returned {addr}: return the address (an int)."
+            return False
         end = addr + 512 * max(1, (n + 511) // 512)
-        seg = max((a for a in dev.live if a <= addr), default=None)
-        assert_true(
-            seg is not None and end <= seg + dev.live[seg],
-            f"[{label}] malloc({n}) returned {addr}, not inside a segment the device gave you.",
-        )
-        k = bisect.bisect_left(starts, addr)
-        clash = (k < len(starts) and starts[k] < end) or (k > 0 and ends[starts[k - 1]] > addr)
-        assert_true(not clash, f"[{label}] malloc({n}) returned {addr}: it overlaps a live block.")
-        starts.insert(k, addr)
-        ends[addr] = end
-        addr_of[ident] = addr
-    return state, dev, list(addr_of.values())
+        if not self._inside(addr, end):
+            self.problem = (
+                f"[{where}] malloc returned {addr}, not inside a segment the device gave you."
+            )
+            return False
+        j = bisect.bisect_left(self.starts, addr)
+        if (j < len(self.starts) and self.starts[j] < end) or (
+            j > 0 and self.ends[self.starts[j - 1]] > addr
+        ):
+            self.problem = f"[{where}] malloc returned {addr}: it overlaps a live block."
+            return False
+        self.starts.insert(j, addr)
+        self.ends[addr] = end
+        self.addr_of[ident] = addr
+        self.model.alloc(ident, n)
+        return True
+
+    def _inside(self, start: int, end: int) -> bool:
+        seg = max((a for a in self.dev.live if a <= start), default=None)
+        return seg is not None and end <= seg + self.dev.live[seg]
+
+    def _allocated(self, got: Any, where: str) -> None:
+        if self.allocated:
+            return
+        if self.dev.mallocs != self.model.allocs:
+            self.allocated = "-"
+        elif got != self.model.allocated:
+            self.allocated = (
+                f"[{where}] state.allocated = {got}, the live blocks hold "
+                f"{self.model.allocated} B. allocated is the sum of the sizes of the live "
+                "blocks (each block's size, rounded to 512 B, not the bytes asked for): add it "
+                "in malloc, subtract it in free."
+            )
 
 
-def _counters(state: CacheState, dev: _Device, label: str) -> None:
-    got = plain([state.allocated, state.reserved, state.peak_reserved, state.device_allocs],
-                what="counters", case=label)  # fmt: skip
-    want = [0, dev.reserved, dev.peak, dev.mallocs]
+def _int(x: Any) -> Any:
+    """A count as a plain int (the learner's own int subclass or object shown, not sent)."""
+    if type(x) is int or (isinstance(x, np.integer) and type(x).__module__ == "numpy"):
+        return int(x)
+    return repr(x)[:60]
+
+
+def _counts(state: CacheState) -> list[Any]:
+    return [_int(getattr(state, f, None))
+            for f in ("allocated", "reserved", "peak_reserved", "device_allocs")]  # fmt: skip
+
+
+def _child(malloc: Any, free: Any, empty_cache: Any, device: Any, trace: Trace) -> list[Any]:
+    """In the learner's process: the trace replayed on a fresh state, each event reported."""
+    state = CacheState(device)
+    addr_of: dict[int, Any] = {}
+    for k, (op, ident, n) in enumerate(trace):
+        got: Any = None
+        if op == "alloc":
+            got = _int(malloc(state, n))
+            addr_of[ident] = got
+        elif op == "free":
+            free(state, addr_of.pop(ident))
+        else:
+            got = _int(empty_cache(state))
+        request("event", k, got, _counts(state))
+    return _counts(state)
+
+
+def _replay(malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str
+            ) -> tuple[_Device, _Watch, list[Any]]:  # fmt: skip
+    """Replay ``trace`` (events ``alloc``, ``free``, ``empty``) with the learner's functions
+    in a child process (:func:`~minitorch.checks.harness.run_apart`): the device, its
+    counters and the check of every event stay in this process, out of the learner's reach."""
+    dev = _Device()
+    device, serve = remote(dev, ("malloc", "free"), "device")
+    watch = _Watch(dev, trace, label)
+    serve["event"] = watch.event
+    counters = run_apart(_child, malloc, free, empty_cache, device, trace, serve=serve)
+    assert_true(not watch.problem, watch.problem)
+    assert_true(watch.next == len(trace), f"[{label}] the replay ended after {watch.next} events.")
+    return dev, watch, counters
+
+
+def _counters(counters: list[Any], dev: _Device, reserved: int, label: str) -> None:
+    want = [0, reserved, dev.peak, dev.mallocs]
     assert_true(
-        got == want,
+        counters == want,
         f"[{label}] after every block is freed, state (allocated, reserved, peak_reserved, "
-        f"device_allocs) = {tuple(got)}, the device says {tuple(want)}. Count a segment in "
-        "reserved and device_allocs when you malloc it from the device, keep the peak.",
+        f"device_allocs) = {tuple(counters)}, the device says {tuple(want)}. Count a segment "
+        "in reserved and device_allocs when you malloc it from the device, keep the peak.",
     )
+
+
+def _live_after(trace: Trace) -> bool:
+    alive: set[int] = set()
+    for op, ident, _ in trace:
+        if op == "alloc":
+            alive.add(ident)
+        elif op == "free":
+            alive.discard(ident)
+    return bool(alive)
 
 
 def _traces(g: Any) -> list[tuple[str, Trace]]:
@@ -179,10 +315,11 @@ def _traces(g: Any) -> list[tuple[str, Trace]]:
     ("17.3", "free_block", f"{_REF}:free_block"),
 ))  # fmt: skip
 def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
-    replayed = []
+    emptied = []
     for label, trace in _traces(fresh_rng("17.4")):
-        state, dev, live = _replay(malloc, free, trace, label)
-        replayed.append((label, trace, state, dev, live))
+        live = _live_after(trace)
+        run = [*trace, ("empty", -1, 0)] if live else trace  # then empty_cache, blocks live
+        dev, watch, counters = _replay(malloc, free, empty_cache, run, label)
         want_allocs, want_peak = plain_replay(trace)
         if dev.mallocs != want_allocs or dev.peak != want_peak:
             raise CheckFailure(
@@ -191,17 +328,25 @@ def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
                 f"{want_peak / MIB:.1f} MiB. Ask the device only when alloc_block finds no "
                 "block, for size_class's segment, and free blocks back into their pool."
             )
-    for label, trace, state, dev, live in replayed:  # then empty_cache, blocks still live
+        assert_true(watch.allocated in ("", "-"), watch.allocated)
         if live:
-            _empty_with_live(
-                empty_cache, state, dev, live, _whole_free(_plain_run(trace)[2]), label
-            )
+            emptied.append((label, trace, dev, watch, counters))
+    for label, trace, dev, watch, counters in emptied:  # then empty_cache, blocks still live
+        want = _whole_free(_plain_run(trace)[2])
+        released = watch.released[-1]
+        assert_true(
+            released == want and counters[1] == dev.reserved,
+            f"[{label}] empty_cache with {len(watch.starts)} blocks still live released "
+            f"{released} B (reserved now {counters[1]} B, the device says {dev.reserved} "
+            f"B); the wholly free segments hold {want} B. Release every one of them and "
+            "subtract it from reserved.",
+        )
     _peak_across_empty_cache(malloc, free, empty_cache)
     two, three = training_step_trace(steps=2), training_step_trace(steps=3)
     label = "tiny GPT, three training steps"
-    state, dev, _ = _replay(malloc, free, three, label)
+    dev, watch, counters = _replay(malloc, free, empty_cache, [*three, ("empty", -1, 0)], label)
     bound = max(_live(three))
-    warm = _replay(malloc, free, two, "tiny GPT, two steps")[1].mallocs
+    warm = _replay(malloc, free, empty_cache, two, "tiny GPT, two steps")[0].mallocs
     assert_true(
         dev.mallocs <= DEVICE_ALLOCS and dev.mallocs == warm,
         f"[{label}] {dev.mallocs} device allocations ({warm} for the first two steps); budget: "
@@ -211,54 +356,31 @@ def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
     assert_true(
         dev.peak <= BUDGET * bound,
         f"[{label}] reserved peak {dev.peak / MIB:.2f} MiB = {dev.peak / bound:.2f}x the "
-        "live-bytes "
-        f"lower bound {bound / MIB:.2f} MiB; budget {BUDGET}x. Freed blocks must be reused.",
+        f"live-bytes lower bound {bound / MIB:.2f} MiB; budget {BUDGET}x. Freed blocks must "
+        "be reused.",
     )
-    _counters(state, dev, label)
-    held = dev.reserved
-    released = plain(empty_cache(state), what="empty_cache", case=label)
+    assert_true(watch.allocated in ("", "-"), watch.allocated)
+    before, held = watch.before_empty
+    _counters(before, dev, held, label)
+    released = watch.released[-1]
     assert_true(
-        released == held and dev.reserved == 0 and state.reserved == 0,
-        f"[{label}] empty_cache released {released!r} B, the device still holds {dev.reserved} B "
-        f"of {held} B: give back every wholly free segment (device.free) and count it.",
+        released == held and dev.reserved == 0 and counters[1] == 0,
+        f"[{label}] empty_cache released {released} B, the device still holds {dev.reserved} "
+        f"B of {held} B: give back every wholly free segment (device.free) and count it.",
     )
     return (f"tiny GPT, 3 steps: {dev.mallocs} device allocations (0 in step 3), reserved peak "
             f"{dev.peak / MIB:.1f} MiB = {dev.peak / bound:.2f}x the lower bound")  # fmt: skip
 
 
-def _empty_with_live(
-    empty_cache: Any, state: CacheState, dev: _Device, live: list[int], want: int, label: str
-) -> None:
-    """empty_cache with blocks still live: only wholly free segments go back to the device."""
-    released = plain(empty_cache(state), what="empty_cache", case=label)
-    lost = [a for a in live if not any(s <= a < s + n for s, n in dev.live.items())]
-    assert_true(
-        not lost,
-        f"[{label}] empty_cache with {len(live)} blocks still live gave back the segment of the "
-        f"live block at {lost[0] if lost else 0}: release only segments that are one whole free "
-        "block (addr == segment and no other block of that segment in the pool).",
-    )
-    assert_true(
-        released == want and state.reserved == dev.reserved,
-        f"[{label}] empty_cache with {len(live)} blocks still live released {released!r} B "
-        f"(reserved now {state.reserved} B, the device says {dev.reserved} B); the wholly free "
-        f"segments hold {want} B. Release every one of them and subtract it from reserved.",
-    )
+_PEAK_TRACE: Trace = [("alloc", 0, 12 * MIB), ("alloc", 1, 100), ("free", 0, 12 * MIB),
+                      ("empty", -1, 0), ("alloc", 2, 10 * MIB)]  # fmt: skip
 
 
 def _peak_across_empty_cache(malloc: Any, free: Any, empty_cache: Any) -> None:
     """12 MiB and 100 B, free the 12 MiB, empty_cache, then 10 MiB: the 14 MiB peak stays."""
     label = "12 MiB + 100 B, free 12 MiB, empty_cache, 10 MiB"
-    dev = _Device()
-    state = CacheState(dev)
-    big = plain(malloc(state, 12 * MIB), what="address", case=label)
-    malloc(state, 100)
-    free(state, big)
-    empty_cache(state)
-    malloc(state, 10 * MIB)
-    got = plain([state.reserved, state.peak_reserved, state.device_allocs], what="counters",
-                case=label)  # fmt: skip
-    want = [dev.reserved, dev.peak, dev.mallocs]
+    dev, _, counters = _replay(malloc, free, empty_cache, _PEAK_TRACE, label)
+    got, want = counters[1:], [dev.reserved, dev.peak, dev.mallocs]
     assert_true(
         got == want,
         f"[{label}] state (reserved, peak_reserved, device_allocs) = {tuple(got)}, the device "
