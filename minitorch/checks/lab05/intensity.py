@@ -21,8 +21,15 @@ __all__ = ["check_op_costs"]
 _REF = "minitorch.hardware.intensity"
 BLOCKS = tuple(
     f"{_REF}:{name}"
-    for name in ("gemv_cost", "softmax_cost", "layernorm_cost", "attention_cost", "OpCost")
-)
+    for name in (
+        "gemv_cost",
+        "softmax_cost",
+        "layernorm_cost",
+        "attention_cost",
+        "OpCost",
+        "gemm_cost",
+    )
+)  # gemm_cost(m, 1, n) is a GEMV
 # the grader's own loop counters are ground truth: blocked like the reference while students run
 # (a module ``forbid`` would switch on the profile hook, whose code keys confuse every
 # dataclass ``__init__`` with the blocked ``OpCost.__init__``)
@@ -132,6 +139,12 @@ def _pair(got: Any, label: str) -> tuple[Any, Any]:
         got = tuple(got.tolist())
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise CheckFailure(f"[{label}] return a pair (flops, bytes), got {got!r}.")
+    for v in got:
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            raise CheckFailure(
+                f"[{label}] return the counts as Python ints, got {type(v).__name__} {v!r}: "
+                "FLOPs and bytes are whole numbers (2 * m * n, not 2.0 * m * n or a / b)."
+            )
     return got[0], got[1]
 
 

@@ -94,14 +94,19 @@ def check_speedups(amdahl, gustafson) -> str:
 
 
 # --------------------------------------------------------------------------- 05.5
-def _least_squares(p: list[float], t: list[float]) -> float:
-    """Fit t = a + b x with x = 1/p by the normal equations; return a / (a + b)."""
+def _line(p: list[float], t: list[float]) -> tuple[float, float]:
+    """Fit t = a + b x with x = 1/p by the normal equations; return (a, b)."""
     x = [1.0 / v for v in p]
     n, sx, sy = len(x), sum(x), sum(t)
     sxx = sum(v * v for v in x)
     sxy = sum(u * v for u, v in zip(x, t, strict=True))
     b = (n * sxy - sx * sy) / (n * sxx - sx * sx)
-    a = (sy - b * sx) / n
+    return (sy - b * sx) / n, b
+
+
+def _least_squares(p: list[float], t: list[float]) -> float:
+    """The serial fraction a / (a + b) of the least-squares line."""
+    a, b = _line(p, t)
     return a / (a + b)
 
 
@@ -112,6 +117,22 @@ def _times(g: Any, noise: float) -> tuple[list[float], list[float], float]:
     return p, t, f
 
 
+def _last_repeat(p: list[float], t: list[float]) -> float:
+    last = dict(zip(p, t, strict=True))
+    return _least_squares(list(last), list(last.values()))
+
+
+def _mean_repeats(p: list[float], t: list[float]) -> float:
+    groups: dict[float, list[float]] = {}
+    for q, s in zip(p, t, strict=True):
+        groups.setdefault(q, []).append(s)
+    return _least_squares(list(groups), [sum(v) / len(v) for v in groups.values()])
+
+
+def _over_measured_t1(p: list[float], t: list[float]) -> float:
+    return _line(p, t)[0] / t[p.index(1.0)]
+
+
 _FIT_MISTAKES = (
     Mistake(" That is the parallel fraction; f is the serial part, a / (a + b).",
             answer=lambda p, t: 1 - _least_squares(p, t)),
@@ -119,16 +140,30 @@ _FIT_MISTAKES = (
             answer=lambda p, t: _least_squares([p[0], p[-1]], [t[0], t[-1]])),
     Mistake(" The intercept a is f x T(1) in seconds: divide by T(1) = a + b to get a fraction.",
             answer=lambda p, t: _least_squares(p, t) * (t[0] if p[0] == 1 else 1)),
+    Mistake(" Every measurement counts: repeats at the same p are separate points of the fit, "
+            "not one time kept per p.", answer=_last_repeat),
+    Mistake(" Fit the repeats themselves: averaging them first weighs a p measured once like "
+            "one measured three times.", answer=_mean_repeats),
+    Mistake(" Divide a by the fitted a + b, not by the measured T(1): the fit averages out "
+            "the noise of that one run.", answer=_over_measured_t1),
 )  # fmt: skip
 
 
-@grader("05.5", blocks=(f"{_REF}:fit_serial_fraction", f"{__name__}:_least_squares", *_TRUTH))
+_FIT_TRUTH = tuple(
+    f"{__name__}:{n}"
+    for n in ("_line", "_least_squares", "_last_repeat", "_mean_repeats", "_over_measured_t1")
+)
+
+
+@grader("05.5", blocks=(f"{_REF}:fit_serial_fraction", *_FIT_TRUTH, *_TRUTH))
 def check_serial_fraction(fit_serial_fraction) -> str:
     cases = [
         Case("exact, f=0.25, T1=4 s", ([1.0, 2.0, 4.0], [4.0, 2.5, 1.75]), 0.25, _FIT_MISTAKES),
         Case("exact, no serial part", ([1.0, 2.0, 8.0], [3.0, 1.5, 0.375]), 0.0, _FIT_MISTAKES),
         Case("2 cores, noisy", ([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]),
              _least_squares([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]), _FIT_MISTAKES),
+        Case("unequal repeats", ([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]),
+             _least_squares([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]), _FIT_MISTAKES),
     ]  # fmt: skip
     g = rng(55)
     for k in range(5):
