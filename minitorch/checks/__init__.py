@@ -6,3 +6,7 @@ rules), :mod:`.twins` (torch copies of the course's models), :mod:`.trajectory` 
 by step against torch), :mod:`.graphs` (expression graphs, topological orders) and
 :mod:`.spies` (how a result was computed: helper calls, matmul counts).
 """
+
+from minitorch.checks import runall as _runall
+
+_runall.install()  # one line instead of a traceback for an exercise not written yet (Jupyter)

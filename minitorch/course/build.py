@@ -42,6 +42,7 @@ __all__ = [
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+RUN_ON = "raises-exception"  # JupyterLab and nbclient go on past such a cell on Run All
 # The kernel metadata JupyterLab writes into a notebook when it opens it with the pip-installed
 # ipykernel. A notebook that already holds exactly these values opens unmodified; without them
 # it is marked modified (and asks to be saved) before the learner has typed anything.
@@ -135,6 +136,9 @@ def build_lab(solution: NotebookNode, name: str = "notebook") -> NotebookNode:
         if "exercise" in tags(cell):
             cell.source = stub_source(cell.source, stub_message(cell))
         cell.source = _strip_hidden(cell.source)
+        if cell.cell_type == "code" and not {"setup", "exercise"} & set(tags(cell)):
+            # Run All goes on past a check or experiment that needs an unwritten exercise
+            cell.metadata["tags"] = [*tags(cell), RUN_ON]
     return nb
 
 
