@@ -68,7 +68,17 @@ _SLOT_MISTAKES = (
 )
 
 
-@grader("18.1", blocks=(f"{_REF}:slot_mapping", "minitorch.runtime.block_manager:BlockManager"))
+_TRUTH = "minitorch.checks.lab18.slots"
+
+
+@grader(
+    "18.1",
+    blocks=(
+        f"{_REF}:slot_mapping",
+        "minitorch.runtime.block_manager:BlockManager",
+        f"{_TRUTH}:_slots",
+    ),
+)
 def check_slot_mapping(slot_mapping: Callable[..., Any]) -> str:
     """Exercise 18.1: slot_mapping(block_table, positions, block_size) -> (n,) int slots."""
     gen, f = rng(1801), fresh_rng("18.1")
@@ -119,16 +129,20 @@ def check_slot_mapping(slot_mapping: Callable[..., Any]) -> str:
     return f"{n} block tables mapped exactly (1 fresh); a slot is one multiply-add away"
 
 
-def _torch_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, shift: bool = True) -> np.ndarray:
+def _torch_attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, shift: bool = True, scale: float | None = None
+) -> np.ndarray:
     """Causal attention of the last n_q of L positions, GQA by repeat_interleave, float64
-    (``shift=False``: the mistake of masking as if the queries were the first positions)."""
+    (``shift=False``: the mistake of masking as if the queries were the first positions;
+    ``scale=1.0``: the mistake of not dividing the scores by sqrt(d))."""
     n_q, h, _ = q.shape
     rep, length = h // k.shape[1], k.shape[0]
     qt = torch.tensor(q).permute(1, 0, 2)
     kt = torch.tensor(k).repeat_interleave(rep, 1).permute(1, 0, 2)
     vt = torch.tensor(v).repeat_interleave(rep, 1).permute(1, 0, 2)
     mask = torch.ones(n_q, length, dtype=torch.bool).tril(length - n_q if shift else 0)
-    return F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask).permute(1, 0, 2).numpy()
+    out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, scale=scale)
+    return out.permute(1, 0, 2).numpy()
 
 
 def _case(g: np.random.Generator, n_q: int, length: int, h: int, hkv: int, bs: int) -> tuple:
@@ -152,6 +166,8 @@ def _case(g: np.random.Generator, n_q: int, length: int, h: int, hkv: int, bs: i
         f"{_REF}:PagedKVCache",
         "minitorch.runtime.paged_model:PagedGPT",
         *_OTHER_ATTENTION,
+        f"{_TRUTH}:_torch_attention",
+        f"{_TRUTH}:_slots",
     ),
     uses=(("18.1", "slot_mapping", f"{_REF}:slot_mapping"),),
 )
@@ -196,6 +212,8 @@ def check_paged_attention(paged_attention: Callable[..., Any]) -> str:
             )
         ):
             hint = "GQA: query head h reads K/V head h // (H / H_kv) (np.repeat, not np.tile)."
+        if looks_like(got, _torch_attention(q, k, v, scale=1.0)):
+            hint = "Scale the scores by 1 / sqrt(d) before the softmax."
         if looks_like(got, _torch_attention(q, k, v, shift=False)):
             hint = (
                 "The queries are the LAST n_q positions (context_len - n_q ..): query i "

@@ -50,7 +50,10 @@ _MISTAKES = (
 )
 
 
-@grader("18.5", blocks=("minitorch.runtime.block_manager:BlockManager",))
+@grader(
+    "18.5",
+    blocks=("minitorch.runtime.block_manager:BlockManager", "minitorch.checks.lab18.waste:_waste"),
+)
 def check_kv_waste(kv_waste: Callable[..., Any]) -> str:
     """Exercise 18.5: kv_waste(lengths, max_len, block_size) -> (reserved, paged) fractions."""
     gen, f = rng(1805), fresh_rng("18.5")

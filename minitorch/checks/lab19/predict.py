@@ -50,7 +50,15 @@ def _hint(got: Any, lens: list[int], b: int, policy: str) -> str:
     )
 
 
-@grader("19.4", blocks=("minitorch.runtime.engine:Engine", "minitorch.runtime.scheduler:Scheduler"))
+@grader(
+    "19.4",
+    blocks=(
+        "minitorch.runtime.engine:Engine",
+        "minitorch.runtime.scheduler:Scheduler",
+        "minitorch.checks.lab19.predict:_static",
+        "minitorch.checks.lab19.predict:_continuous",
+    ),
+)
 def check_predict_steps(predict_steps: Callable[..., Any]) -> str:
     """Exercise 19.4: predict_steps(output_lens, batch_size, policy) -> steps (int)."""
     gen, f = rng(1904), fresh_rng("19.4")
