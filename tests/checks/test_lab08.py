@@ -11,7 +11,7 @@ import minitorch.kernels.flash as flash
 import minitorch.kernels.fusion as fusion
 import minitorch.kernels.io_model as io_model
 from minitorch.checks import lab08
-from minitorch.checks.core import ReferenceCalledError
+from minitorch.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.kernels")
@@ -328,11 +328,38 @@ def softmax_reading_uncounted(hbm, block):  # reads X whole through the host-sid
 
 @pytest.mark.parametrize(
     ("fn", "match"),
-    [(softmax_that_zeroes_its_counters, "uses `.reads`"),
-     (softmax_reading_uncounted, "uses `.array`")],
+    [(softmax_that_zeroes_its_counters, "SRAM tile"),  # fails on the whole-X load first
+     (softmax_reading_uncounted, "no attribute 'array'")],
 )  # fmt: skip
 def test_a_kernel_that_touches_the_counters_is_rejected(fn, match):
-    rejects(lab08.check_online_softmax, fn, match=match)
+    # the kernel's HBM is a proxy of requests: no counters, no host copy on it
+    with pytest.raises((CheckFailure, StudentError), match=match):
+        lab08.check_online_softmax(fn)
+
+
+def test_the_kernels_hbm_holds_no_path_to_the_counters():
+    seen = {}
+
+    def probe(hbm, block):
+        seen["slots"] = type(hbm).__slots__
+        seen["attrs"] = sorted(a for a in dir(hbm) if not a.startswith("__"))
+        online_softmax_keeping_tiles(hbm, block)
+
+    with pytest.raises(CheckFailure):
+        lab08.check_online_softmax(probe)
+    # seen was filled in the child: nothing of it comes back
+    assert seen == {}
+
+
+def test_a_kernel_that_catches_a_too_large_tile_still_fails():
+    def catching(hbm, block):
+        try:
+            hbm.load("X")
+        except Exception:
+            pass
+        online_softmax_keeping_tiles(hbm, block)
+
+    rejects(lab08.check_online_softmax, catching, match="SRAM tile")
 
 
 # --------------------------------------------------------------------------- review additions
@@ -371,3 +398,101 @@ def online_softmax_keeping_tiles(hbm, block):
 
 def test_online_softmax_that_keeps_x_in_memory_is_told_so():
     rejects(lab08.check_online_softmax, online_softmax_keeping_tiles, match="kept its tiles")
+
+
+def online_softmax_loading_twice_keeping_tiles(hbm, block):
+    """Right values and traffic (X loaded twice), but the first pass's tiles kept."""
+    r, n = hbm.shape("X")
+    m, l, tiles = np.full(r, -np.inf), np.zeros(r), []
+    for c in _blocks(n, block):
+        x = hbm.load("X", cols=c)
+        tiles.append(x)
+        m_new = np.maximum(m, x.max(axis=1))
+        l = l * np.exp(m - m_new) + np.exp(x - m_new[:, None]).sum(axis=1)
+        m = m_new
+    for c, x in zip(_blocks(n, block), tiles):
+        hbm.load("X", cols=c)
+        hbm.store("Y", np.exp(x - m[:, None]) / l[:, None], cols=c)
+
+
+def test_online_softmax_keeping_every_tile_breaks_the_memory_budget():
+    rejects(lab08.check_online_softmax, online_softmax_loading_twice_keeping_tiles, match="4 x 16384.*allocated")
+
+
+def test_online_softmax_hint_only_for_the_mistake_made():
+    def off_by_one(hbm, block):  # not a rescale mistake: a uniform Y, X read twice
+        r, n = hbm.shape("X")
+        for c in _blocks(n, block):
+            hbm.load("X", cols=c)
+        for c in _blocks(n, block):
+            hbm.load("X", cols=c)
+            hbm.store("Y", np.full((r, c.stop - c.start), 1.0 / n), cols=c)
+
+    with pytest.raises(CheckFailure) as info:
+        lab08.check_online_softmax(off_by_one)
+    assert "exp(m - m')" not in str(info.value) and "Y must be exp(x - m) / l" in str(info.value)
+
+
+def test_predicted_traffic_rejects_floats():
+    rejects(lab08.check_predicted_traffic, lambda *a: tuple(float(v) for v in predict(*a)), match="integers")
+
+
+def test_the_invariant_of_08_3_is_the_closed_form():
+    """The prose's pair, recomputed from the closed forms of the prose (not the grader)."""
+    import re
+
+    import nbformat
+
+    from minitorch.course.syllabus import LABS
+
+    lab = next(lab for lab in LABS if lab.number == "08")
+    text = " ".join(c.source for c in nbformat.read(lab.solution_path(ROOT), 4).cells)
+    found = re.search(r"predict_bytes\((\d+), (\d+), (\d+), (\d+), False, (\d+)\) == \((\d+), (\d+)\)", text)
+    n, d, bq, _, s, naive, fl = (int(v) for v in found.groups())
+    tr = -(-n // bq)
+    assert (naive, fl) == ((4 * n * d + 4 * n * n) * s, (n * d + tr * 2 * n * d + n * d + n) * s)
+
+
+_fwd_ok = unblocked(flash.flash_attention_forward)
+
+
+def test_flash_forward_hints_name_the_mistake():
+    def forward_with_l_as_m(hbm, bq, bk, causal, scale):  # O right, L = the running max
+        _fwd_ok(hbm, bq, bk, causal, scale)
+        n, d = hbm.shape("Q")
+        for i0 in range(0, n, bq):
+            r = slice(i0, min(i0 + bq, n))
+            hbm.load("Q", r)  # (the traffic is not what is tested here)
+            hbm.store("L", np.zeros(r.stop - i0), r)
+
+    with pytest.raises(CheckFailure) as info:
+        lab08.check_flash_forward(forward_with_l_as_m)
+    assert "rescale" not in str(info.value)
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+MUSTS = [
+    ("08.1", "Budget: exactly the fused column of the table, so load `B` and `G` **once**",
+     "test_fusion_rejects_unfused_and_wrong_kernels"),
+    ("08.1", "the unfused versions are rejected", "test_fusion_rejects_unfused_and_wrong_kernels"),
+    ("08.1", "may touch its arrays **only** through", "test_a_kernel_that_touches_the_counters_is_rejected"),
+    ("08.1", "Exercise code may not call torch", "test_attempt"),
+    ("08.2", "`X` read exactly twice, `Y` written once", "test_online_softmax_rejects_wrong_kernels"),
+    ("08.2", "at most `block` columns", "test_online_softmax_rejects_wrong_kernels"),
+    ("08.2", "extra memory a few tiles (a kernel that keeps the first pass's tiles for the second fails, "
+     "even if it loads them again)", "test_online_softmax_keeping_every_tile_breaks_the_memory_budget"),
+    ("08.2", "the three-pass softmax is rejected", "test_online_softmax_rejects_wrong_kernels"),
+    ("08.3", "as integers", "test_predicted_traffic_rejects_floats"),
+    ("08.3", "`predict_bytes(64, 16, 16, 16, False, 8) == (163840, 82432)`",
+     "test_the_invariant_of_08_3_is_the_closed_form"),
+    ("08.3", "4 fresh ones", "test_attempt"),
+    ("08.4", "every load and store must fit its SRAM tile", "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
+    ("08.4", "Budget: traffic equal to the IO model", "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
+    ("08.4", "extra memory (tracemalloc) within a few tiles", "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
+    ("08.4", "Building a whole row block of $S$, or not skipping future blocks, is rejected.",
+     "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
+    ("08.5", "Budget: traffic equal to the model above, extra memory a few tiles (no $P$ kept anywhere)",
+     "test_flash_backward_rejects_budget_breaking_and_wrong_kernels"),
+    ("08.5", "Write `D` (first, block by block), then `dQ, dK, dV`", "test_flash_backward_passes"),
+]  # fmt: skip

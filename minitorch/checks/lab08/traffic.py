@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from minitorch.checks.cases import Case, Mistake, fresh, run_cases
-from minitorch.checks.core import fresh_rng, grader
+from minitorch.checks.core import CheckFailure, fresh_rng, grader
 
 __all__ = ["check_predicted_traffic", "flash_forward_bytes"]
 
@@ -70,6 +72,19 @@ _HINT = (
 )
 
 
+def _pair(got: object, label: str) -> object:
+    """A list is a pair too; the two counts must be integers (bytes), not floats."""
+    pair = tuple(got) if isinstance(got, list) else got
+    if isinstance(pair, tuple) and len(pair) == 2:
+        kinds = [type(v).__name__ for v in pair if not isinstance(v, (int, np.integer))]
+        if kinds or any(isinstance(v, bool) for v in pair):
+            raise CheckFailure(
+                f"[{label}] return the two byte counts as integers, got "
+                f"({type(pair[0]).__name__}, {type(pair[1]).__name__}): use // and ints."
+            )
+    return pair
+
+
 def _case(n: int, d: int, bq: int, bk: int, causal: bool, itemsize: int, label: str) -> Case:
     return Case(label, (n, d, bq, bk, causal, itemsize), _want, _MISTAKES, _HINT)
 
@@ -112,7 +127,7 @@ def check_predicted_traffic(predict: Callable[..., object]) -> str:
         predict,
         cases,
         what="(naive bytes, flash bytes)",
-        read=lambda got, label: tuple(got) if isinstance(got, list) else got,  # a list is a pair
+        read=_pair,
         message=lambda c, got, want, hint: (
             f"[{c.label}] predicted {got!r}, the IO model gives {want!r}. {hint}"
         ),
