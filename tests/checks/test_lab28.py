@@ -240,3 +240,65 @@ def test_server_rejects_fp32_mlp_only():
         _server_with(lambda n, w: w if ".mlp." in n else _rows_f32(n, w)),
         match="mlp.w1.weight is the FP32 weight",
     )
+
+
+# --------------------------------------------------------------------------- issue 18: edges
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [
+        ("server_default_budget", "over the token budget"),
+        ("server_default_seats", "over max_num_seqs"),
+        ("server_wall_clock", "pass cost to the Engine"),
+    ],
+)
+def test_server_holds_budget_seats_and_clock(name, match):
+    from tests.checks import test_lab28_attacks as attacks
+
+    rejects(lab28.check_server, getattr(attacks, name), match=match)
+
+
+def test_kv_usage_rejects_held_equal_to_the_bound():
+    from tests.checks.test_lab28_attacks import kv_held_is_bound
+
+    rejects(lab28.check_kv_usage, kv_held_is_bound, match="That is the paging bound")
+
+
+def test_work_counts_bar_is_enforced(monkeypatch):
+    """Served one request at a time, the lab's workload misses the 3x bar, and the check says so."""
+    from minitorch.checks.lab28 import work
+
+    monkeypatch.setattr(work, "LAB_SERVING", dict(qs.LAB_SERVING, max_num_seqs=1))
+    rejects(lab28.check_work_counts, ref_counts, match="the bar is 3x")
+
+
+# every must, only, budget and invariant of the prose -> the test that fails when it breaks
+MUSTS = [
+    ("28.1", "Exercise code may not call torch, nor the `minitorch.runtime.quant_serving`",
+     "test_server_rejects_the_reference"),
+    ("28.1", "the served model's weights must be the INT8 rounding of the FP32 ones and its "
+     "logits those of an INT8 KV cache", "test_server_rejects_wrong_answers"),
+    ("28.1", "an engine that keeps FP32 weights or an FP32 cache fails",
+     "test_server_rejects_wrong_answers"),
+    ("28.1", "served tokens are identical to it", "test_server_rejects_wrong_answers"),
+    ("28.1", "each step computes at most `token_budget` tokens for at most `max_num_seqs` "
+     "sequences, the engine's clock is the given `cost`",
+     "test_server_holds_budget_seats_and_clock"),
+    ("28.1", "the schedule is lab 19's `Engine` with exactly this configuration",
+     "test_server_holds_budget_seats_and_clock"),
+    ("28.2", "the served run must need at least 3x fewer forward passes and token positions "
+     "than no-cache decoding", "test_work_counts_bar_is_enforced"),
+    ("28.2", "**bar: at least 3x fewer passes and 3x fewer token positions than the baseline.**",
+     "test_work_counts_bar_is_enforced"),
+    ("28.2", "from the formula above", "test_work_counts_rejects_wrong_answers"),
+    ("28.3", "the KV blocks held must stay within the paging bound at every step",
+     "test_kv_usage_rejects_wrong_answers"),
+    ("28.3", "**Budget:** at every step `held <= bound`.", "test_kv_usage_rejects_wrong_answers"),
+    ("28.3", "read it from the block manager", "test_kv_usage_rejects_held_equal_to_the_bound"),
+    ("28.3", "`head_dim` int8 entries plus one float32 scale",
+     "test_kv_usage_rejects_wrong_answers"),
+    ("28.4", "every figure of the report is recomputed from the same seed (a number typed in "
+     "fails the fresh seed)", "test_report_rejects_wrong_answers"),
+    ("28.4", "a number copied from an earlier run fails", "test_report_rejects_wrong_answers"),
+    ("28.4", "`np.percentile` of the per-request `s.ttft`, `s.tpot`",
+     "test_report_rejects_wrong_answers"),
+]  # fmt: skip

@@ -67,6 +67,7 @@ def check_predict_steps(predict_steps: Callable[..., Any]) -> str:
         ("one long request", [10, 1, 1, 1, 1], 2),
         ("batch larger than the workload", [5, 2], 8),
         ("equal lengths", [4] * 6, 3),
+        ("batch size 1: both take the sum", [3, 1, 2, 4], 1),
         ("64 ShareGPT-like lengths, batch 8", gen.integers(1, 500, 64).tolist(), 8),
     ]
     cases.append(
@@ -85,7 +86,7 @@ def check_predict_steps(predict_steps: Callable[..., Any]) -> str:
                     f"[{label}, {policy}] predicted {got!r} steps, expected "
                     f"{want}. {_hint(got, lens, b, policy)}"
                 )
-    lens = cases[4][1]
+    lens = cases[5][1]
     ratio = _static(lens, 8) / _continuous(lens, 8)
     return (
         f"{2 * len(cases)} predictions exact (2 fresh); on 64 requests continuous batching "

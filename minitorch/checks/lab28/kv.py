@@ -1,7 +1,8 @@
 """Grader of exercise 28.3: the KV memory of a live engine, within the paging bound.
 
 ``kv_usage(engine)`` is called before every forward pass of served runs (the blocks of the
-step are reserved by then) and returns the blocks held, the paging bound
+step are reserved by then) and between steps (the tokens just sampled have no slot yet, so
+fewer blocks are held than the bound allows) and returns the blocks held, the paging bound
 ``sum over running sequences of ceil(len(tokens) / block_size)``, the blocks a max-length
 reservation would hold (``ceil((prompt + max_new_tokens) / block_size)`` each) and the bytes
 of the held blocks in the INT8 cache (per token: K and V, every layer and KV head, ``head_dim``
@@ -53,6 +54,11 @@ def _hint(key: str, got: Any, want: dict[str, int], engine: Any) -> str:
         )
     if key == "bytes" and got == want["held"] * bs * 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim:
         return "Add the scales: one float32 per token and KV head, for K and V, every layer."
+    if key == "held" and got == want["bound"]:
+        return (
+            "That is the paging bound, not the blocks held: between steps a sampled token "
+            "has no slot yet, so fewer blocks are held. Ask the block manager (engine.blocks)."
+        )
     if key == "held" and got == want["reserved"]:
         return (
             "That is KV reserved at max length. A paged cache holds only the blocks the "
@@ -80,20 +86,13 @@ def check_kv_usage(kv_usage: Callable[..., Any]) -> str:
         ("blocks of 8, 20 blocks: preemption", (10, float("inf"), 5), small),
         (fresh(f"workload seed {seed}"), (12, 200.0, seed), fresh_bs),
     ]
-    steps = peak = peak_reserved = 0
+    steps = peak = peak_reserved = below = 0
     for label, (n, rate, wseed), config in runs:
         reqs, _ = capstone_workload(n, rate, wseed)
         engine = quant_engine(model, cost=CostModel(), **config)
-        inner = engine.step_fn
+        inner, schedule = engine.step_fn, engine.scheduler.schedule
 
-        def step(
-            runner: Any,
-            work: Sequence[Any],
-            engine: Any = engine,
-            label: str = label,
-            inner: Any = inner,
-        ) -> Any:
-            nonlocal steps, peak, peak_reserved
+        def observe(engine: Any, label: str, when: str) -> None:
             want = _truth(engine)
             got = plain(kv_usage(engine), what="KV usage", case=label)
             assert_true(
@@ -103,22 +102,43 @@ def check_kv_usage(kv_usage: Callable[..., Any]) -> str:
             if got["held"] > got["bound"]:
                 key = "bound" if got["bound"] != want["bound"] else "held"
                 raise CheckFailure(
-                    f"[{label}] step {steps}: {got['held']} blocks held > paging bound "
+                    f"[{label}] {when}: {got['held']} blocks held > paging bound "
                     f"{got['bound']}. {_hint(key, got[key], want, engine)}"
                 )
             for key in KEYS:
                 if got[key] != want[key]:
                     raise CheckFailure(
-                        f"[{label}] step {steps}: {key} = {got[key]!r}, expected {want[key]}. "
+                        f"[{label}] {when}: {key} = {got[key]!r}, expected {want[key]}. "
                         f"{_hint(key, got[key], want, engine)}"
                     )
+
+        def step(
+            runner: Any,
+            work: Sequence[Any],
+            engine: Any = engine,
+            label: str = label,
+            inner: Any = inner,
+        ) -> Any:
+            nonlocal steps, peak, peak_reserved, below
+            want = _truth(engine)
+            observe(engine, label, f"before the forward of step {steps + 1}")
             steps += 1
             peak, peak_reserved = max(peak, want["held"]), max(peak_reserved, want["reserved"])
             return inner(runner, work)
 
+        def between(engine: Any = engine, label: str = label, schedule: Any = schedule) -> Any:
+            nonlocal below
+            want = _truth(engine)
+            observe(engine, label, f"between steps {steps} and {steps + 1}")
+            below += want["held"] < want["bound"]
+            return schedule()
+
         engine.step_fn = step
+        engine.scheduler.schedule = between  # type: ignore[method-assign]
         engine.run(reqs)
+    assert below, "the workloads never held fewer blocks than the bound"  # a grader bug
     return (
-        f"KV usage exact at {steps} engine steps over {len(runs)} runs (1 fresh), always within "
-        f"the paging bound; peak {peak} blocks held vs {peak_reserved} at max length"
+        f"KV usage exact before and after {steps} engine steps over {len(runs)} runs (1 fresh), "
+        f"always within the paging bound ({below} times below it); peak {peak} blocks held vs "
+        f"{peak_reserved} at max length"
     )

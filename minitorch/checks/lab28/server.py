@@ -20,9 +20,9 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader
-from minitorch.checks.lab28._truth import direct_generate, linear_names
+from minitorch.checks.lab28._truth import direct_generate
 from minitorch.model.checkpoint import load_pretrained
-from minitorch.model.gpt import GPT
+from minitorch.runtime.engine import CostModel, Engine
 from minitorch.runtime.quant_serving import capstone_workload
 
 __all__ = ["check_server", "serve_recording"]
@@ -43,15 +43,15 @@ def _on_int8_grid(w: np.ndarray, fp32: np.ndarray) -> bool:
     return bool(on_grid.all() and nearest.all() and np.abs(np.round(k)).max() <= 127)
 
 
-def _weights_are_int8(engine: Any, model: GPT, label: str) -> None:
+def _weights_are_int8(engine: Any, fp32: dict[str, np.ndarray], label: str) -> None:
     runner = getattr(engine, "runner", None)
     served: Any = getattr(runner, "model", None)
     assert_true(
         served is not None and hasattr(served, "state_dict"),
         f"[{label}] return the Engine itself: its .runner.model is the model it serves",
     )
-    state, fp32 = served.state_dict(), model.state_dict()
-    for name in linear_names(model):
+    state = served.state_dict()
+    for name in [k for k in fp32 if k.endswith("_proj.weight") or ".mlp.w" in k]:
         w = np.asarray(state[name], np.float64)
         if np.allclose(w, fp32[name], rtol=0, atol=1e-9):
             raise CheckFailure(
@@ -65,12 +65,23 @@ def _weights_are_int8(engine: Any, model: GPT, label: str) -> None:
             )
 
 
-def serve_recording(engine: Any, reqs: Sequence[Any]) -> tuple[Any, dict[tuple, np.ndarray]]:
-    """Run ``engine`` on ``reqs``, recording the logits row of every sampled token."""
+def serve_recording(
+    engine: Any, reqs: Sequence[Any], work_log: list[tuple[int, int, int]] | None = None
+) -> tuple[Any, dict[tuple, np.ndarray]]:
+    """Run ``engine`` on ``reqs``, recording the logits row of every sampled token (and, in
+    ``work_log``, each step's sequences, tokens computed and context read)."""
     rows: dict[tuple, np.ndarray] = {}
     inner = engine.step_fn
 
     def step(runner: Any, work: Sequence[Any]) -> Sequence[Any]:
+        if work_log is not None:
+            work_log.append(
+                (
+                    len(work),
+                    sum(int(n) for _, _, n, _ in work),
+                    sum(int(d) + int(n) for _, d, n, _ in work),
+                )
+            )
         out = inner(runner, work)
         for (toks, _, _, _), row in zip(work, out, strict=True):
             if row is not None:
@@ -79,6 +90,60 @@ def serve_recording(engine: Any, reqs: Sequence[Any]) -> tuple[Any, dict[tuple, 
 
     engine.step_fn = step
     return engine.run(reqs), rows
+
+
+def _schedule(
+    label: str,
+    result: Any,
+    log: list[tuple[int, int, int]],
+    reqs: Sequence[Any],
+    config: dict,
+    cost: Any,
+) -> None:
+    """The engine ran under the asked token budget, seats and clock, and scheduled as lab 19's
+    Engine does with them (the schedule does not depend on the weights: greedy, fixed lengths)."""
+    budget, seats = config["token_budget"], config["max_num_seqs"]
+    steps = list(result.steps)
+    assert_true(
+        len(steps) == len(log),
+        f"[{label}] {len(steps)} steps logged for {len(log)} forward passes: return the Engine "
+        "whose step function ran",
+    )
+    for i, (batch, tokens, _) in enumerate(log):
+        if tokens > budget:
+            raise CheckFailure(
+                f"[{label}] step {i + 1} computed {tokens} tokens, over the token budget of "
+                f"{budget}: pass token_budget to the Engine (its default is 64)."
+            )
+        if batch > seats:
+            raise CheckFailure(
+                f"[{label}] step {i + 1} ran {batch} sequences, over max_num_seqs = {seats}: "
+                "pass max_num_seqs to the Engine (its default is 16)."
+            )
+    now = 0.0  # every request arrives at 0: the modelled clock is the sum of step costs
+    for i, ((_, tokens, context), s) in enumerate(zip(log, steps, strict=True)):
+        now += cost.t_step + cost.t_token * tokens + cost.t_context * context
+        if not np.isclose(s.time, now, rtol=1e-9, atol=1e-12):
+            raise CheckFailure(
+                f"[{label}] step {i + 1} ends at {s.time:.6g} s on the engine's clock; the cost "
+                f"model given gives {now:.6g} s: pass cost to the Engine (without it the clock "
+                "is the wall clock)."
+            )
+    sim = Engine(None, cost=cost, **config).run(reqs)
+    want = [(s.batch, s.tokens) for s in sim.steps]
+    got = [(s.batch, s.tokens) for s in steps]
+    if got != want:
+        k = next(
+            (i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+            min(len(got), len(want)),
+        )
+        raise CheckFailure(
+            f"[{label}] step {k + 1}: {len(got)} steps, (sequences, tokens) from there "
+            f"{got[k : k + 3]}; lab 19's Engine with num_blocks={config['num_blocks']}, "
+            f"block_size={config['block_size']}, token_budget={budget}, max_num_seqs={seats} "
+            f"takes {len(want)} steps, {want[k : k + 3]}. Build it with exactly these "
+            "(chunked prefill and the continuous policy are its defaults)."
+        )
 
 
 def _compare(label: str, result: Any, rows: dict, reqs: Sequence[Any], truth: list) -> int:
@@ -114,20 +179,50 @@ def _compare(label: str, result: Any, rows: dict, reqs: Sequence[Any], truth: li
 )
 def check_server(build_server: Callable[..., Any]) -> str:
     """Exercise 28.1: build_server(model, num_blocks, block_size, budget, seats, cost)."""
-    f, model = fresh_rng("28.1"), load_pretrained()
+    f = fresh_rng("28.1")
     seed = int(f.integers(1, 10_000))
+    gpu, slow = CostModel(), CostModel(t_step=2e-3, t_token=3e-4, t_context=1e-6)
     runs = [
-        ("chunked prefill, budget 6", 0, dict(num_blocks=64, block_size=4, token_budget=6)),
-        ("whole prompts, budget 32", 1, dict(num_blocks=64, block_size=4, token_budget=32)),
-        ("10 KV blocks: preemption", 2, dict(num_blocks=10, block_size=4, token_budget=16)),
-        (fresh(f"workload seed {seed}"), seed, dict(num_blocks=40, block_size=8, token_budget=12)),
+        (
+            "chunked prefill, budget 6, 4 seats",
+            0,
+            dict(num_blocks=64, block_size=4, token_budget=6, max_num_seqs=4),
+            gpu,
+        ),
+        (
+            "whole prompts, budget 32, 3 seats",
+            1,
+            dict(num_blocks=64, block_size=4, token_budget=32, max_num_seqs=3),
+            slow,
+        ),
+        (
+            "10 KV blocks: preemption",
+            2,
+            dict(num_blocks=10, block_size=4, token_budget=16, max_num_seqs=4),
+            gpu,
+        ),
+        (
+            fresh(f"workload seed {seed}"),
+            seed,
+            dict(
+                num_blocks=40,
+                block_size=8,
+                token_budget=int(f.integers(5, 20)),
+                max_num_seqs=int(f.integers(2, 6)),
+            ),
+            slow,
+        ),
     ]
     tokens = preempted = 0
-    for label, wseed, config in runs:
+    for label, wseed, config, cost in runs:
         reqs, _ = capstone_workload(6, float("inf"), wseed)
-        engine = build_server(model, max_num_seqs=4, cost=None, **config)
-        _weights_are_int8(engine, model, label)
-        result, rows = serve_recording(engine, reqs)
+        model = load_pretrained()  # a fresh copy: what the learner does to it stays in this run
+        fp32 = {k: np.array(v, np.float64) for k, v in model.state_dict().items()}
+        engine = build_server(model, cost=cost, **config)
+        _weights_are_int8(engine, fp32, label)
+        log: list[tuple[int, int, int]] = []
+        result, rows = serve_recording(engine, reqs, log)
+        _schedule(label, result, log, reqs, config, cost)
         state = engine.runner.model.state_dict()
         truth = [
             direct_generate(state, model.config, list(r.prompt), r.max_new_tokens) for r in reqs
@@ -136,5 +231,6 @@ def check_server(build_server: Callable[..., Any]) -> str:
         preempted += result.preemptions
     return (
         f"{tokens} tokens over {len(runs)} served runs (1 fresh, {preempted} preemptions) equal "
-        f"to direct INT8 generation, mean logit error <= {LOGIT_TOL}; every linear weight INT8"
+        f"to direct INT8 generation, mean logit error <= {LOGIT_TOL}; every linear weight INT8; "
+        "budget, seats and cost clock as asked"
     )
