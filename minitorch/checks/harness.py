@@ -434,6 +434,16 @@ def _prepare(fn: Any) -> None:
         fn.watch.scan(fn.fn)
 
 
+def _close_all_but(*keep: int) -> None:
+    """Close every inherited file descriptor above stderr but ``keep``: the parent's sockets
+    (a gloo process group's, a kernel's), files and pipes are not the learner's to use."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
 def _fork(fn: Callable[..., Any], args: tuple, kwargs: dict, key: bytes) -> tuple[int, int, int]:
     """Fork a child running ``fn``; return (pid, fd this side reads, fd this side writes)."""
     up_r, up_w = os.pipe()  # child -> parent
@@ -445,8 +455,7 @@ def _fork(fn: Callable[..., Any], args: tuple, kwargs: dict, key: bytes) -> tupl
             pass
     pid = os.fork()
     if pid == 0:  # the child
-        os.close(up_r)
-        os.close(down_w)
+        _close_all_but(up_w, down_r)
         _child_main(fn, args, kwargs, up_w, down_r, key)
     os.close(up_w)
     os.close(down_r)

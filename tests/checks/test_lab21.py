@@ -3,21 +3,20 @@
 One real launch (21.5): the ring passes on 3 gloo ranks. Wrong answers of 21.5 are rejected
 in-process: the worker's grading loop runs on SimWorld ranks with a stand-in for
 TorchDistComm (a ring sending whole buffers fails on bytes, a call of dist.all_reduce raises).
-The rank's seal (:mod:`minitorch.checks.lab21.seal`) is tested in one spawned process (torch
-imported once), each attack in a forked child of it: collectives, torch, the reference, frames,
-gc, profilers, files, threads, processes, sockets, code creation and forged window events.
+The rank's seal (one for every gloo rank, :func:`minitorch.checks.ranks.seal`) is tested in
+tests/checks/test_ranks.py.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
 from minitorch.checks import lab21
 from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.lab21 import seal, workers
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.lab21 import workers
 from minitorch.comm import allreduce as A
 from minitorch.comm import collectives as C
 from minitorch.comm import cost
@@ -268,17 +267,18 @@ def test_ring_on_gloo():
 
 
 def _sim_launch(target, world_size, *args, **kwargs):
-    """``launch`` stand-in: the worker loop on SimWorld ranks (no spawn)."""
+    """``launch`` stand-in: the worker loop on SimWorld ranks (no spawn, the seal in each
+    learner child as on gloo)."""
     assert target == "minitorch.checks.lab21.workers:grade_ring"
-    *args, secret = args
-    secret = {**secret, "seal": False}  # no audit hook in the test process
-    return SimWorld(world_size).run(lambda c: workers.grade_ring(_StandIn(c), *args, secret))
+    return SimWorld(world_size).run(lambda c: workers.grade_ring(_StandIn(c), *args))
 
 
 def test_ring_on_gloo_rejects_in_process(monkeypatch):
-    from minitorch.checks.lab21 import gloo
+    import torch  # noqa: F401 - imported once here, not in every sealed child
 
-    monkeypatch.setattr(gloo, "launch", _sim_launch)
+    from minitorch.comm import torchdist
+
+    monkeypatch.setattr(torchdist, "launch", _sim_launch)
     lab21.check_ring_on_gloo(gloo_ring)  # the stand-in passes the right answer
     rejects(lab21.check_ring_on_gloo, gloo_whole, match="right sums, but ranks sent")
     rejects(lab21.check_ring_on_gloo, gloo_widened, match="keep x's dtype")
@@ -321,77 +321,19 @@ class _StandIn:
 def test_worker_refuses_collectives_and_hides_the_communicator():
     import inspect
 
-    def rank(comm, source, name):
-        out = workers.grade_ring(_StandIn(comm), source, name, [(5, "int64", 1)])
-        return out[0]["error"], out[0]["bytes"]
+    import torch  # noqa: F401 - imported once here, not in every sealed child
 
-    src = inspect.getsource(calls_dist)
-    errors = SimWorld(2).run(rank, src, "calls_dist")
-    assert all("CollectiveCalled" in e and "all_reduce" in e for e, _ in errors)
+    def rank(comm, source, name):
+        try:
+            out = workers.grade_ring(_StandIn(comm), source, name, [(5, "int64", 1)])
+        except (CheckFailure, StudentError) as exc:
+            return type(exc).__name__, str(exc)
+        return "", out[0]["bytes"]
+
+    errors = SimWorld(2).run(rank, inspect.getsource(calls_dist), "calls_dist")
+    assert all(k == "ForbiddenCallError" and "torch" in e for k, e in errors), errors
     peek = "def peek(comm, x):\n    return comm.torch_all_reduce(x)\n"
     errors = SimWorld(2).run(rank, peek, "peek")
-    assert all("AttributeError" in e for e, _ in errors)
+    assert all(k == "StudentError" and "AttributeError" in e for k, e in errors), errors
     ok = SimWorld(3).run(rank, inspect.getsource(gloo_ring), "gloo_ring")
-    assert [e for e, _ in ok] == ["", "", ""]
-
-
-# --------------------------------------------------------------------------- 21.5 the seal
-_ATTACKS = {  # what a learner's function might do on a gloo rank -> why the seal stops it
-    "import torch.distributed.distributed_c10d as c\n    c.all_reduce(x)": "called torch",
-    "from minitorch.comm.torchdist import TorchDistComm as T\n    T.torch_all_reduce(None, x)": (
-        "comm.torch_all_reduce"
-    ),
-    "from minitorch.comm import allreduce as A\n    A.ring_all_reduce(comm, x)": "reference",
-    "import sys\n    sys._getframe(1)": "sys._getframe",
-    "import gc\n    gc.get_objects()": "gc.get_objects",
-    "import sys\n    sys.setprofile(None)": "sys.setprofile",
-    "open('/tmp/a2s-seal-probe', 'w')": "open",
-    "import threading\n    threading.Thread(target=print).start()": "thread",
-    "exec('y = 1')": "compile",
-    "import socket\n    socket.socket().connect(('127.0.0.1', 9))": "socket",
-    "import sys\n    sys.audit('a2s.window', 'close', [])": "window event",
-    "import subprocess\n    subprocess.run(['true'])": "subprocess.Popen",
-    "import os\n    os.fork()": "os.fork",
-}
-_HONEST = "import math\n    return np.array([math.ceil(v) for v in x]) + sum(range(3))"
-
-
-def _seal_probe(report: str) -> list[tuple[str, int, str]]:
-    """In a fresh process: seal it, then run each attack in a forked child; (attack, exit, why)."""
-    import os
-    import sys
-
-    from minitorch.checks.lab21 import seal, workers
-
-    seal.install(0, 3, report, _seal_probe.__code__)
-    out = []
-    for body in [*_ATTACKS, _HONEST]:
-        fn = workers._learner(f"def probe(comm, x):\n    {body}\n", "probe")
-        pid = os.fork()
-        if pid == 0:  # the child: the window open, the learner's call profiled
-            sys.audit("a2s.window", "open")
-            sys.setprofile(workers._PROFILE)
-            try:
-                fn(None, np.arange(3.0))
-            except BaseException:  # the seal ends the process; an exception means it did not
-                os._exit(3)
-            os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        path = os.path.join(report, "rank0")
-        why = open(path).read() if os.path.exists(path) else ""
-        if why:
-            os.remove(path)
-        out.append((body, os.waitstatus_to_exitcode(status), why))
-    return out
-
-
-def test_the_seal_stops_what_a_gloo_rank_must_not_do(tmp_path):
-    """One spawned process (torch imported once), each attack in a forked child of it."""
-    import multiprocessing as mp
-
-    with mp.get_context("spawn").Pool(1) as pool:
-        results = pool.apply(_seal_probe, (str(tmp_path),))
-    *attacks, (_, honest_code, honest_why) = results
-    assert (honest_code, honest_why) == (0, ""), honest_why
-    for body, code, why in attacks:
-        assert code == seal.EXIT and re.search(_ATTACKS[body], why), (body, code, why)
+    assert [k for k, _ in ok] == ["", "", ""]

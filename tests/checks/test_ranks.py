@@ -166,3 +166,68 @@ def test_seal_on_gloo_ranks():
         ]
         assert got == [v * (2 - rank) for v in range(4)]
         assert restored and reduced == [2.0, 2.0] and sent == 32
+
+
+# --------------------------------------------------------------------------- the one seal
+_ATTACKS = {  # what a learner's function might do on a gloo rank -> how the rank refuses it
+    "import torch.distributed.distributed_c10d as c\n    c.all_reduce(x)": "Forbidden.*torch",
+    "import torch\n    return torch.ones(3).numpy()": "Forbidden.*torch",
+    "import torch.distributed as d\n    pg = d.distributed_c10d._get_default_group()\n"
+    "    pg._get_backend(None)": "Forbidden.*torch",
+    "import torch.distributed as d\n    d.ProcessGroupGloo.allreduce(None, [])": "Forbidden.*torch",
+    "import torch.distributed._functional_collectives as f\n    f.all_reduce(x, 'sum', [0])": (
+        "Forbidden.*torch"
+    ),
+    "from minitorch.comm.torchdist import TorchDistComm as T\n    T()": "Forbidden.*torch",
+    "try:\n        import torch\n        torch.zeros(1)\n    except Exception:\n        pass\n"
+    "    return x": "Forbidden.*torch",
+    "import sys\n    sys._getframe(1)": "sys._getframe",
+    "import inspect\n    inspect.stack()": "object.__getattr__|_getframe",
+    "import gc\n    gc.get_objects()": "gc.get_objects",
+    "import sys\n    sys.setprofile(None)": "sys.setprofile",
+    "open('/tmp/a2s-seal-probe', 'w')": r"\(open\)",
+    "import threading\n    threading.Thread(target=print).start()": "thread",
+    "exec('y = 1')": "compile|exec",
+    "import socket\n    socket.socket().connect(('127.0.0.1', 9))": "socket",
+    "import subprocess\n    subprocess.run(['true'])": "subprocess.Popen",
+    "import os\n    os.fork()": "os.fork",
+    "import ctypes\n    ctypes.string_at(id(x), 8)": "ctypes",
+}
+_HONEST = [
+    "import math\n    return np.array([math.ceil(v) for v in x]) + sum(range(3))",
+    "import fractions, itertools, functools\n    @functools.lru_cache\n    def g(k):\n"
+    "        return k * 2\n    return np.array([g(int(v)) for v in x], dtype=float)",
+    "import dataclasses\n    @dataclasses.dataclass\n    class P:\n        a: int\n"
+    "    return np.asarray([P(1).a] * 3)",
+    "from collections import namedtuple\n    P = namedtuple('P', 'a b')\n"
+    "    return np.array(P(1, 2))",
+    "try:\n        return np.asarray(x) * 2\n    except ValueError:\n        return None",
+]
+
+
+def test_the_seal_refuses_what_a_rank_must_not_do_and_lets_honest_code_run():
+    """Each attempt in a sealed, forked child of this process (torch imported here once)."""
+    import re
+
+    import torch  # noqa: F401
+
+    from minitorch.checks.errors import CheckFailure, StudentError
+    from minitorch.checks.harness import run_apart
+    from minitorch.checks.ranks import _sealed_child, learner_source
+
+    def attempt(body):
+        make = learner_source(f"def probe(comm, x):\n    {body}\n", "probe")
+        try:
+            return "ok", run_apart(_sealed_child, make, "99.9", (), 0, 1, (np.arange(3.0),))
+        except (CheckFailure, StudentError) as exc:
+            return type(exc).__name__, str(exc)
+
+    for body, why in _ATTACKS.items():
+        kind, text = attempt(body)
+        assert kind in ("ForbiddenCallError", "CheckFailure"), (body, kind, text)
+        assert re.search(why, f"{kind} {text}"), (body, text)
+        if kind == "ForbiddenCallError":
+            assert "which this exercise forbids: torch is the grader's ground truth" in text
+    for body in _HONEST:
+        kind, text = attempt(body)
+        assert kind == "ok", (body, text)

@@ -2,22 +2,18 @@
 
 A dry run on SimWorld comes first (a function that is not written, or wrong, fails there
 without spawning anything). Then the function's source travels to the ranks
-(:mod:`minitorch.checks.lab21.workers`), where it gets a view of the communicator with
-point-to-point calls only and any torch.distributed collective raises. Ground truth: gloo's
-``dist.all_reduce`` of the same data (exact on integers, allclose on floats). Budget from
-TorchDistComm's counters: ``2 (p-1)`` messages per rank, all to the right neighbour, and the
-ring's ``2 n - c[r+k] - c[r+k+1]`` bytes.
+(:mod:`minitorch.checks.lab21.workers`); on each, the learner's ring runs in a sealed,
+forked child of the rank's process (:func:`minitorch.checks.ranks.on_gloo_rank`) with a
+protocol-only communicator; torch there is a forbidden call, as in the kernel. Ground
+truth: gloo's ``dist.all_reduce`` of the same data (exact on integers, allclose on floats),
+asked by the rank's process. Budget, counted by the rank's process from the learner's
+requests: ``2 (p-1)`` messages per rank, all to the right neighbour, and the ring's
+``2 n - c[r+k] - c[r+k+1]`` bytes. A rank's failure shows as the learner's own error.
 """
 
 from __future__ import annotations
 
-import hmac
 import inspect
-import os
-import pickle
-import secrets
-import shutil
-import tempfile
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -27,8 +23,8 @@ import numpy as np
 from minitorch.checks.core import fresh_rng, grader
 from minitorch.checks.errors import CheckFailure
 from minitorch.checks.lab21._world import BLOCKS, check_values, loop_sum, ring_bytes, run_sim
+from minitorch.checks.ranks import launch_learner
 from minitorch.comm.simworld import SimWorld
-from minitorch.comm.torchdist import RankError, launch
 
 __all__ = ["check_ring_on_gloo"]
 
@@ -58,31 +54,6 @@ def _source(fn: Callable[..., Any]) -> tuple[str, str]:
         ) from None
 
 
-def _stopped(report: str) -> str:
-    """Why the seal stopped a rank (``report/rank<r>``), or ''."""
-    for r in range(P):
-        path = os.path.join(report, f"rank{r}")
-        if os.path.exists(path):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f"rank {r} was stopped: your function {f.read()}"
-    return ""
-
-
-def _unsealed(results: list[Any], key: str) -> list[list[dict[str, Any]]]:
-    """Each rank's records, once its signature checks out."""
-    per_rank = []
-    for r, res in enumerate(results):
-        ok = isinstance(res, dict) and isinstance(res.get("payload"), bytes)
-        mac = hmac.new(bytes.fromhex(key), res["payload"], "sha256").hexdigest() if ok else ""
-        if not ok or not hmac.compare_digest(mac, str(res.get("mac"))):
-            raise CheckFailure(
-                f"Exercise 21.5: rank {r}'s result did not come from the grader (unsigned): "
-                f"something other than the grader wrote to the result channel."
-            )
-        per_rank.append(pickle.loads(res["payload"]))
-    return per_rank
-
-
 def _close(got: Any, want: np.ndarray) -> bool:
     if not isinstance(got, np.ndarray) or got.shape != want.shape:
         return False
@@ -91,7 +62,7 @@ def _close(got: Any, want: np.ndarray) -> bool:
     return bool(np.allclose(got, want, rtol=1e-5, atol=1e-5))
 
 
-@grader("21.5", blocks=BLOCKS, forbid=())
+@grader("21.5", blocks=BLOCKS)
 def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
     """Exercise 21.5: the ring on 3 gloo processes equals dist.all_reduce, bytes enforced."""
     xs = [np.arange(7) * (r + 1) for r in range(P)]  # a dry run on SimWorld first: no spawn
@@ -101,32 +72,17 @@ def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
     fr = fresh_rng("21.5")
     cases = list(_CASES) + [(int(fr.integers(1, 3000)), str(fr.choice(["int64", "float32"])),
                              int(fr.integers(6, 10**6))) for _ in range(2)]  # fmt: skip
-    key, report = secrets.token_hex(32), tempfile.mkdtemp(prefix="a2s-21.5-")
-    secret = {"key": key, "report": report, "seal": True}
-    try:
-        try:
-            results = launch("minitorch.checks.lab21.workers:grade_ring", P, source, name, cases,
-                             secret, timeout=60)  # fmt: skip
-        except RankError as exc:
-            why = _stopped(report)
-            if why:
-                raise CheckFailure(
-                    f"Exercise 21.5: {why}. On the gloo ranks your function gets the "
-                    f"communicator's send/recv/isend/irecv/barrier and numpy: build the "
-                    f"all-reduce from those alone."
-                ) from None
-            raise CheckFailure(
-                f"Exercise 21.5: a rank failed or hung (does every send have its recv, on the "
-                f"right neighbours?):\n{str(exc)[-1500:]}"
-            ) from None
-    finally:
-        shutil.rmtree(report, ignore_errors=True)
-    per_rank = _unsealed(results, key)
+    per_rank = launch_learner(
+        "minitorch.checks.lab21.workers:grade_ring",
+        P,
+        source,
+        name,
+        cases,
+        timeout=60,
+        advice="Exercise 21.5: {why}. Does every send have its recv, on the right neighbours?",
+    )
     for i, (n, dtype, _seed) in enumerate(cases):
         label = f"gloo p={P} n={n} {dtype}" + (" (fresh)" if i >= len(_CASES) else "")
-        for r, rank in enumerate(per_rank):  # a rank stops at its first error
-            if i < len(rank) and rank[i]["error"]:
-                raise CheckFailure(f"[{label}] rank {r} raised {rank[i]['error']}")
         recs = [rank[i] for rank in per_rank]
         truth = loop_sum([rec["x"] for rec in recs])
         for r, rec in enumerate(recs):
