@@ -88,6 +88,19 @@ def _bytes(n: int) -> str:
     return f"{n // KIB}K" if n % KIB == 0 else f"{n}B"
 
 
+def _window(got: list[Row], want: list[Row]) -> tuple[str, str]:
+    """Both pools shown around their first difference (a few blocks each, not 40)."""
+    pairs = enumerate(zip(got, want, strict=False))
+    first = next((k for k, (a, b) in pairs if a != b), min(len(got), len(want)))
+    lo = max(0, first - 2)
+
+    def part(rows: list[Row]) -> str:
+        shown = _show(rows[lo : lo + 5])
+        return ("..., " if lo else "") + shown + (", ..." if len(rows) > lo + 5 else "")
+
+    return part(got), part(want)
+
+
 def _show(rows: list[Row]) -> str:
     return ", ".join(f"{'A' if r[3] else 'F'}{_bytes(r[1])}@{_bytes(r[0] - r[2])}" for r in rows)
 
@@ -153,11 +166,13 @@ def _alloc_case(student: Any, label: str, rows: list[Row], size: int, small: boo
     i = plain_alloc(want, size, small)
     if got != want:
         hint = _name(rows, got, lambda m, bug: plain_alloc(m, size, small, bug), _ALLOC_HINTS)
+        shown = _window(got, want)
         if not hint and sorted(got) == sorted(want):
             hint = "Keep the pool sorted by address: insert the rest right after the block."
         raise CheckFailure(
-            f"[{label}] alloc_block(pool, {size}, small={small}) left the pool as [{_show(got)}], "
-            f"expected [{_show(want)}] (A/F = allocated/free, size@offset in segment). {hint}"
+            f"[{label}] alloc_block(pool, {size}, small={small}) left the pool as\n"
+            f"  [{shown[0]}], expected\n  [{shown[1]}]\n(A/F = allocated/free, size@offset in "
+            f"segment). {hint}"
         )
     if i is None:
         assert_true(got_block is None, f"[{label}] no free block fits: return None.")
@@ -240,8 +255,9 @@ def _free_case(student: Any, label: str, rows: list[Row], i: int) -> None:
     j = plain_free(want, i)
     if got != want:
         hint = _name(rows, got, lambda m, bug: plain_free(m, i, bug), _FREE_HINTS)
+        shown = _window(got, want)
         raise CheckFailure(
-            f"[{label}] free_block left the pool as [{_show(got)}], expected [{_show(want)}] "
+            f"[{label}] free_block left the pool as\n  [{shown[0]}], expected\n  [{shown[1]}]\n"
             f"(A/F = allocated/free, size@offset in segment). {hint}"
         )
     assert_true(

@@ -65,9 +65,13 @@ def check_fragmentation(student: Any) -> str:
         want = _plain(rows)
         if not isinstance(got, float | int) or not abs(float(got) - want) <= 1e-9:
             hint = next((h for bug, h in _HINTS.items() if _close(got, _plain(rows, bug))), "")
+            shown = (
+                f"[{_show(rows)}]"
+                if len(rows) <= 6
+                else f"a pool of {len(rows)} blocks ({sum(not r[3] for r in rows)} free)"
+            )
             raise CheckFailure(
-                f"[{label}] fragmentation of [{_show(rows)}] is {want:.4f}, you returned "
-                f"{got!r}. {hint}"
+                f"[{label}] fragmentation of {shown} is {want:.4f}, you returned {got!r}. {hint}"
             )
     return f"{len(cases)} pools: 1 - largest free / free bytes, 0 when nothing is free"
 

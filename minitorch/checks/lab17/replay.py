@@ -18,8 +18,8 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader
-from minitorch.checks.errors import CheckFailure
-from minitorch.checks.harness import remote, request, run_apart
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import request, run_apart
 from minitorch.checks.lab17.model import KIB, MIB, Row, plain_alloc, plain_free, plain_size_class
 from minitorch.checks.values import assert_true
 from minitorch.runtime.allocator import CacheState
@@ -149,6 +149,16 @@ class _Watch:
         self.released: list[Any] = []
         self.before_empty: tuple[list[Any], int] = ([], 0)  # counters, device reserved
 
+    def feed(self, events: Any) -> None:
+        if type(events) is not list:
+            self.problem = self.problem or f"[{self.label}] the replay's events were malformed."
+            return
+        for e in events:
+            if type(e) is not tuple or len(e) != 3 or type(e[2]) is not list or len(e[2]) != 4:
+                self.problem = self.problem or f"[{self.label}] the replay's events were malformed."
+                return
+            self.event(*e)
+
     def event(self, k: Any, got: Any, counters: Any) -> None:
         if self.problem:
             return
@@ -231,21 +241,45 @@ def _counts(state: CacheState) -> list[Any]:
             for f in ("allocated", "reserved", "peak_reserved", "device_allocs")]  # fmt: skip
 
 
-def _child(malloc: Any, free: Any, empty_cache: Any, device: Any, trace: Trace) -> list[Any]:
+def _device_proxy(events: list[tuple[Any, ...]]) -> Any:
+    """The learner's device (child side): ``malloc`` and ``free`` only, each a request to the
+    grader's device that first hands over the events finished since the last request, so the
+    grader checks each event against the device as it was when the event ended."""
+
+    def call(name: str, *args: Any) -> Any:
+        done = list(events)
+        events.clear()
+        return request(name, done, *args)
+
+    namespace: dict[str, Any] = {
+        "__slots__": (),
+        "malloc": lambda self, nbytes: call("device.malloc", _int(nbytes)),
+        "free": lambda self, addr: call("device.free", _int(addr)),
+        "__repr__": lambda self: "<device: requests to the grader>",
+    }
+    return type("Device", (), namespace)()
+
+
+def _child(malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str) -> Any:
     """In the learner's process: the trace replayed on a fresh state, each event reported."""
-    state = CacheState(device)
+    events: list[tuple[Any, ...]] = []
+    state = CacheState(_device_proxy(events))
     addr_of: dict[int, Any] = {}
     for k, (op, ident, n) in enumerate(trace):
         got: Any = None
-        if op == "alloc":
-            got = _int(malloc(state, n))
-            addr_of[ident] = got
-        elif op == "free":
-            free(state, addr_of.pop(ident))
-        else:
-            got = _int(empty_cache(state))
-        request("event", k, got, _counts(state))
-    return _counts(state)
+        try:
+            if op == "alloc":
+                got = _int(malloc(state, n))
+                addr_of[ident] = got
+            elif op == "free":
+                free(state, addr_of.pop(ident))
+            else:
+                got = _int(empty_cache(state))
+        except StudentError as exc:  # name the event it raised at
+            what = f"malloc({n})" if op == "alloc" else op
+            raise StudentError(f"[{label}, event {k}: {what}] {exc}") from exc.__cause__
+        events.append((k, got, _counts(state)))
+    return [events, _counts(state)]
 
 
 def _replay(malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str
@@ -254,10 +288,18 @@ def _replay(malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str
     in a child process (:func:`~minitorch.checks.harness.run_apart`): the device, its
     counters and the check of every event stay in this process, out of the learner's reach."""
     dev = _Device()
-    device, serve = remote(dev, ("malloc", "free"), "device")
     watch = _Watch(dev, trace, label)
-    serve["event"] = watch.event
-    counters = run_apart(_child, malloc, free, empty_cache, device, trace, serve=serve)
+
+    def serve(call: Any) -> Any:
+        def entry(done: Any, *args: Any) -> Any:
+            watch.feed(done)
+            return call(*args)
+
+        return entry
+
+    both = {"device.malloc": serve(dev.malloc), "device.free": serve(dev.free)}
+    rest, counters = run_apart(_child, malloc, free, empty_cache, trace, label, serve=both)
+    watch.feed(rest)
     assert_true(not watch.problem, watch.problem)
     assert_true(watch.next == len(trace), f"[{label}] the replay ended after {watch.next} events.")
     return dev, watch, counters
