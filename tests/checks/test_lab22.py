@@ -81,7 +81,7 @@ def put_cq_cleared(qp, src, length, off, rkey):
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (put_by_hand, "no qp.rdma_write"),
+        (put_by_hand, "receiver's CPU ran"),  # a CPU write of the region is counted
         (put_bounce_forged, "CPU copy"),
         (put_cq_cleared, "left in the sender's queue"),
         (put_two_sided, "receiver's CPU ran"),
@@ -146,7 +146,7 @@ def recv_by_hand(qs, qr, src, dst, length):
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (recv_by_hand, "not through qs.post_send"),
+        (recv_by_hand, "CPU copy"),  # writing dst.buf is a CPU copy, counted
         (send_first, "receiver-not-ready"),
         (recv_staged, "CPU copy"),
         (send_as_write, "two-sided receive"),

@@ -1,6 +1,10 @@
 """Graders of exercises 22.1 (zero-copy one-sided put) and 22.2 (two-sided send/recv).
 
-Each case builds two fresh simulated hosts, registers a source and a destination region and
+The hosts, their regions and the log of every verb stay in the grader's process; the
+learner's transfer runs in a forked child (:func:`minitorch.checks.harness.run_apart`) and
+gets proxies (queue pairs, hosts, regions, a region's bytes) whose every call is a request:
+no closure, attribute or ``gc`` route in the child leads to the log, and a write into a
+region's bytes by the CPU is a copy, counted. Each case builds two fresh simulated hosts, registers a source and a destination region and
 zeroes the cost counters, then runs the student's transfer. Ground truth is the payload itself
 (random bytes drawn here) and the budgets of the verbs: a one-sided write costs the target's CPU
 nothing and nobody a copy; a two-sided transfer costs the receiver one posted receive and one
@@ -14,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from minitorch.checks import guard
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, plain
 from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import request, run_apart
 from minitorch.checks.values import assert_true
 from minitorch.comm import verbs as V
 
@@ -81,68 +87,274 @@ class _Log:
         return -1
 
 
-def _setup(size: int, length: int, seed: int) -> tuple[Any, ...]:
-    """Two fresh hosts whose every verb is logged (in a closure); regions registered."""
-    entries: list[tuple[str, str, tuple[int, ...]]] = []
-
-    class Host(V.Host):
-        def reg_mr(self, buf: np.ndarray, access: int = V.LOCAL_WRITE) -> V.MemoryRegion:
-            mr = super().reg_mr(buf, access)
-            entries.append((self.name, "reg_mr", ()))
-            return mr
-
-        def memcpy(self, dst: V.MemoryRegion, src: V.MemoryRegion, length: int) -> None:
-            super().memcpy(dst, src, length)
-            entries.append((self.name, "memcpy", (int(length),)))
-
-        def poll_cq(self, max_entries: int = 16) -> list[V.WorkCompletion]:
-            out = super().poll_cq(max_entries)
-            entries.append((self.name, "poll_cq", (len(out),)))
-            return out
-
-    class QueuePair(V.QueuePair):
-        def post_recv(self, mr: V.MemoryRegion, wr_id: int = 0) -> None:
-            super().post_recv(mr, wr_id)
-            entries.append((self.local.name, "post_recv", (mr.lkey,)))
-
-        def post_send(self, mr: V.MemoryRegion, length: int, wr_id: int = 0) -> None:
-            super().post_send(mr, length, wr_id)
-            entries.append((self.local.name, "post_send", (mr.lkey, int(length))))
-
-        def rdma_write(
-            self, mr: V.MemoryRegion, length: int, remote_offset: int, rkey: int, wr_id: int = 0
-        ) -> None:
-            super().rdma_write(mr, length, remote_offset, rkey, wr_id)
-            detail = (mr.lkey, int(length), int(remote_offset), int(rkey))
-            entries.append((self.local.name, "rdma_write", detail))
-
-        def rdma_read(
-            self, mr: V.MemoryRegion, length: int, remote_offset: int, rkey: int, wr_id: int = 0
-        ) -> None:
-            super().rdma_read(mr, length, remote_offset, rkey, wr_id)
-            detail = (mr.lkey, int(length), int(remote_offset), int(rkey))
-            entries.append((self.local.name, "rdma_read", detail))
-
-    a, b = Host("sender"), Host("receiver")
-    payload = np.random.default_rng(seed).integers(1, 256, length, dtype=np.uint8)
-    src = a.reg_mr(np.zeros(size, np.uint8))
-    src.buf[:length] = payload
-    dst = b.reg_mr(np.zeros(size, np.uint8), V.LOCAL_WRITE | V.REMOTE_WRITE)
-    qa, qb = QueuePair(a, b), QueuePair(b, a)
-    qa.peer, qb.peer = qb, qa
-    for h in (a, b):
-        h.cpu_ops = h.copies = h.bytes_copied = h.wire_bytes = 0
-    entries.clear()
-    return _Log(entries), src, dst, qa, qb, payload
+# ----------------------------------------------------------------------------- the hosts
+# The two hosts, their regions, queue pairs and the log of every verb live in the grader's
+# process; the learner's function runs in a forked child (harness.run_apart) and gets the
+# proxies below, whose every call is a request. Nothing in the child reaches the log.
 
 
-def _run(student: Callable[..., Any], args: tuple[Any, ...], label: str, hint: str) -> Any:
+class _World:
+    """Two fresh hosts, regions registered, counters zeroed; every verb logged here."""
+
+    def __init__(self, size: int, length: int, seed: int) -> None:
+        self.entries: list[tuple[str, str, tuple[int, ...]]] = []
+        self.refused: list[str] = []
+        a, b = V.Host("sender"), V.Host("receiver")
+        self.hosts = {"sender": a, "receiver": b}
+        self.payload = np.random.default_rng(seed).integers(1, 256, length, dtype=np.uint8)
+        self.src = a.reg_mr(np.zeros(size, np.uint8))
+        self.src.buf[:length] = self.payload
+        self.dst = b.reg_mr(np.zeros(size, np.uint8), V.LOCAL_WRITE | V.REMOTE_WRITE)
+        self.mrs: dict[int, V.MemoryRegion] = {1: self.src, 2: self.dst}
+        qa, qb = V.connect(a, b)
+        self.qps = {"qa": qa, "qb": qb}
+        for h in (a, b):
+            h.cpu_ops = h.copies = h.bytes_copied = h.wire_bytes = 0
+        self.log = _Log(self.entries)
+
+    def info(self, mr: V.MemoryRegion) -> tuple[Any, ...]:
+        key = next((k for k, m in self.mrs.items() if m is mr), None)
+        if key is None:
+            key = len(self.mrs) + 1
+            self.mrs[key] = mr
+        return (key, mr.host.name, mr.lkey, mr.rkey, mr.access, mr.length)
+
+    def mr(self, key: int) -> V.MemoryRegion:
+        mr = self.mrs.get(int(key))
+        if mr is None:
+            raise V.VerbsError("no such memory region")
+        return mr
+
+    def serve(self) -> dict[str, Callable[..., Any]]:
+        world, hosts, qps, log = self, self.hosts, self.qps, self.entries
+
+        def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def call(*args: Any) -> Any:
+                try:
+                    return ("ok", fn(*args))
+                except V.VerbsError as exc:
+                    world.refused.append(str(exc))
+                    return ("verbs", str(exc))
+
+            return call
+
+        def reg_mr(host: str, buf: Any, access: int) -> tuple[Any, ...]:
+            if type(buf) is not np.ndarray:
+                raise V.VerbsError("register a 1-D uint8 buffer")
+            mr = hosts[host].reg_mr(buf.copy(), int(access))
+            log.append((host, "reg_mr", ()))
+            return world.info(mr)
+
+        def memcpy(host: str, dst: int, src: int, length: int) -> None:
+            hosts[host].memcpy(world.mr(dst), world.mr(src), int(length))
+            log.append((host, "memcpy", (int(length),)))
+
+        def poll_cq(host: str, max_entries: int) -> list[tuple[int, str, int]]:
+            out = hosts[host].poll_cq(int(max_entries))
+            log.append((host, "poll_cq", (len(out),)))
+            return [(wc.wr_id, wc.opcode, wc.byte_len) for wc in out]
+
+        def post_recv(qp: str, mr: int, wr_id: int) -> None:
+            q, m = qps[qp], world.mr(mr)
+            q.post_recv(m, wr_id)
+            log.append((q.local.name, "post_recv", (m.lkey,)))
+
+        def post_send(qp: str, mr: int, length: int, wr_id: int) -> None:
+            q, m = qps[qp], world.mr(mr)
+            q.post_send(m, int(length), wr_id)
+            log.append((q.local.name, "post_send", (m.lkey, int(length))))
+
+        def one_sided(verb: str) -> Callable[..., None]:
+            def call(qp: str, mr: int, length: int, off: int, rkey: int, wr_id: int) -> None:
+                q, m = qps[qp], world.mr(mr)
+                getattr(q, verb)(m, int(length), int(off), int(rkey), wr_id)
+                log.append((q.local.name, verb, (m.lkey, int(length), int(off), int(rkey))))
+
+            return call
+
+        def buf_get(mr: int, key: tuple) -> Any:
+            return world.mr(mr).buf[_index(key)].copy()
+
+        def buf_set(mr: int, key: tuple, value: Any) -> None:
+            m = world.mr(mr)  # the CPU of the region's host writes it: a copy, counted
+            view = m.buf[_index(key)]
+            m.buf[_index(key)] = np.asarray(value).astype(np.uint8)
+            m.host.cpu_ops += 1
+            log.append((m.host.name, "memcpy", (int(np.asarray(view).size),)))
+
+        def mrs(host: str) -> list[tuple[Any, ...]]:
+            return [world.info(m) for m in hosts[host].mrs.values()]
+
+        def counter(host: str, name: str) -> int:
+            if name not in ("cpu_ops", "copies", "bytes_copied", "wire_bytes"):
+                raise V.VerbsError(f"no counter {name}")
+            return int(getattr(hosts[host], name))
+
+        def cq(host: str) -> list[tuple[int, str, int]]:
+            return [(wc.wr_id, wc.opcode, wc.byte_len) for wc in hosts[host].cq]
+
+        table = {
+            "reg_mr": reg_mr, "memcpy": memcpy, "poll_cq": poll_cq, "post_recv": post_recv,
+            "post_send": post_send, "rdma_write": one_sided("rdma_write"),
+            "rdma_read": one_sided("rdma_read"), "buf_get": buf_get, "buf_set": buf_set,
+            "mrs": mrs, "counter": counter, "cq": cq,
+        }  # fmt: skip
+        return {f"verbs.{k}": guarded(v) for k, v in table.items()}
+
+
+def _index(key: Any) -> Any:
+    if type(key) is tuple and len(key) == 4 and key[0] == "s":
+        return slice(key[1], key[2], key[3])
+    if type(key) is tuple and len(key) == 2 and key[0] == "i":
+        return int(key[1])
+    raise V.VerbsError("index a region's buffer with an int or a slice")
+
+
+def _ask(name: str, *args: Any) -> Any:
+    """Child side: one verb, a request to the grader's process; a refusal is a VerbsError."""
+    status, value = request(f"verbs.{name}", *args)
+    if status == "verbs":
+        raise V.VerbsError(value)
+    return value
+
+
+def _key(k: Any) -> tuple:
+    if isinstance(k, slice):
+        return ("s", k.start, k.stop, k.step)
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        return ("i", int(k))
+    raise TypeError("index a region's buffer with an int or a slice")
+
+
+class _Buf:
+    """A region's bytes, read and written by requests (a write is a CPU copy, counted)."""
+
+    __slots__ = ("_mr", "size")
+
+    def __init__(self, mr: int, size: int) -> None:
+        self._mr, self.size = mr, size
+
+    def __getitem__(self, k: Any) -> np.ndarray:
+        return _ask("buf_get", self._mr, _key(k))  # type: ignore[no-any-return]
+
+    def __setitem__(self, k: Any, value: Any) -> None:
+        _ask("buf_set", self._mr, _key(k), np.asarray(value, dtype=np.uint8))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+    shape = property(lambda self: (self.size,))
+    dtype = property(lambda self: np.dtype(np.uint8))
+    ndim = 1
+
+
+class _Region:
+    """A registered region as the learner's code sees it: keys, access, length, bytes."""
+
+    __slots__ = ("_id", "access", "buf", "host", "length", "lkey", "rkey")
+
+    def __init__(self, info: tuple[Any, ...]) -> None:
+        self._id, host, self.lkey, self.rkey, self.access, self.length = info
+        self.host, self.buf = _Host(host), _Buf(self._id, self.length)
+
+    def __repr__(self) -> str:
+        return f"<MemoryRegion of {self.host.name}: {self.length} B, lkey {self.lkey:#x}>"
+
+
+class _Host:
+    """A host as the learner's code sees it: its verbs, its regions, its counters (read)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def reg_mr(self, buf: Any, access: int = V.LOCAL_WRITE) -> _Region:
+        return _Region(_ask("reg_mr", self.name, np.asarray(buf), int(access)))
+
+    def memcpy(self, dst: _Region, src: _Region, length: int) -> None:
+        _ask("memcpy", self.name, dst._id, src._id, int(length))
+
+    def poll_cq(self, max_entries: int = 16) -> list[V.WorkCompletion]:
+        return [V.WorkCompletion(*wc) for wc in _ask("poll_cq", self.name, int(max_entries))]
+
+    @property
+    def mrs(self) -> dict[int, _Region]:
+        return {info[3]: _Region(info) for info in _ask("mrs", self.name)}
+
+    @property
+    def cq(self) -> list[V.WorkCompletion]:
+        """A copy of the completion queue (emptying it empties the copy only)."""
+        return [V.WorkCompletion(*wc) for wc in _ask("cq", self.name)]
+
+    # the host's counters, read from the grader's process; a write reaches nothing there
+    cpu_ops = property(lambda self: _ask("counter", self.name, "cpu_ops"), lambda s, v: None)
+    copies = property(lambda self: _ask("counter", self.name, "copies"), lambda s, v: None)
+    bytes_copied = property(
+        lambda self: _ask("counter", self.name, "bytes_copied"), lambda s, v: None
+    )
+    wire_bytes = property(lambda self: _ask("counter", self.name, "wire_bytes"), lambda s, v: None)
+
+    def __repr__(self) -> str:
+        return f"<Host {self.name}>"
+
+
+class _QueuePair:
+    """A queue pair as the learner's code sees it: its verbs, ``local``, ``remote``, ``peer``."""
+
+    __slots__ = ("_name", "local", "remote")
+
+    def __init__(self, name: str, local: str, remote: str) -> None:
+        self._name, self.local, self.remote = name, _Host(local), _Host(remote)
+
+    @property
+    def peer(self) -> _QueuePair:
+        other = "qb" if self._name == "qa" else "qa"
+        return _QueuePair(other, self.remote.name, self.local.name)
+
+    def post_recv(self, mr: _Region, wr_id: int = 0) -> None:
+        _ask("post_recv", self._name, _region(mr), wr_id)
+
+    def post_send(self, mr: _Region, length: int, wr_id: int = 0) -> None:
+        _ask("post_send", self._name, _region(mr), int(length), wr_id)
+
+    def rdma_write(
+        self, mr: _Region, length: int, remote_offset: int, rkey: int, wr_id: int = 0
+    ) -> None:
+        _ask("rdma_write", self._name, _region(mr), length, remote_offset, rkey, wr_id)
+
+    def rdma_read(
+        self, mr: _Region, length: int, remote_offset: int, rkey: int, wr_id: int = 0
+    ) -> None:
+        _ask("rdma_read", self._name, _region(mr), length, remote_offset, rkey, wr_id)
+
+    def __repr__(self) -> str:
+        return f"<QueuePair {self.local.name} -> {self.remote.name}>"
+
+
+for _cls in (_Buf, _Region, _Host, _QueuePair):  # handed to the learner: callable by it
+    getattr(guard, "handout", lambda obj: obj)(_cls)
+
+
+def _region(mr: Any) -> int:
+    if type(mr) is not _Region:
+        raise V.VerbsError("the lkey does not name a region of this host")
+    return int(mr._id)
+
+
+def _run(student: Callable[..., Any], world: _World, args: tuple[Any, ...], label: str,
+         hint: str) -> Any:  # fmt: skip
+    """The learner's transfer in a forked child: the hosts and the log stay here."""
     try:
-        return student(*args)
+        return run_apart(student, *args, serve=world.serve())
     except StudentError as exc:
-        if isinstance(exc.__cause__, V.VerbsError):
+        if world.refused and "VerbsError" in str(exc):
             raise CheckFailure(
-                f"[{label}] the NIC refused a verb: {exc.__cause__}. {hint}"
+                f"[{label}] the NIC refused a verb: {world.refused[-1]}. {hint}"
             ) from None
         raise
 
@@ -173,9 +385,12 @@ _DRAIN = (
 def check_rdma_put(student: Any) -> str:
     cases = _cases("22.1", offsets=True)
     for k, (label, size, length, off) in enumerate(cases):
-        log, src, dst, qa, _qb, payload = _setup(size, length, 100 + k)
+        world = _World(size, length, 100 + k)
+        log, src, dst, payload = world.log, world.src, world.dst, world.payload
         hint = "Use qp.rdma_write with the remote region's rkey (and an access right it granted)."
-        n = plain(_run(student, (qa, src, length, off, dst.rkey), label, hint), what="rdma_put")
+        args = (_QueuePair("qa", "sender", "receiver"), _Region(world.info(src)), length, off,
+                dst.rkey)  # fmt: skip
+        n = plain(_run(student, world, args, label, hint), what="rdma_put")
         _arrived(dst, off, payload, label)
         peer_ops = log.ops("receiver")
         assert_true(
@@ -216,12 +431,15 @@ def check_rdma_put(student: Any) -> str:
 def check_send_recv(student: Any) -> str:
     cases = _cases("22.2", offsets=False)
     for k, (label, size, length, _off) in enumerate(cases):
-        log, src, dst, qa, qb, payload = _setup(size, length, 200 + k)
+        world = _World(size, length, 200 + k)
+        log, src, dst, payload = world.log, world.src, world.dst, world.payload
         hint = (
             "Two-sided: the receiver must post_recv its buffer *before* the sender's post_send "
             "(otherwise receiver-not-ready)."
         )
-        n = plain(_run(student, (qa, qb, src, dst, length), label, hint), what="send_recv")
+        args = (_QueuePair("qa", "sender", "receiver"), _QueuePair("qb", "receiver", "sender"),
+                _Region(world.info(src)), _Region(world.info(dst)), length)  # fmt: skip
+        n = plain(_run(student, world, args, label, hint), what="send_recv")
         _arrived(dst, 0, payload, label)
         copies = log.copied()
         assert_true(
