@@ -38,7 +38,9 @@ def _lab(key: str):
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(args.cell_timeout, args.timeout, args.memory_limit)
+    return RunOptions(
+        args.cell_timeout, args.timeout, args.memory_limit, every_cell=args.every_cell
+    )
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from minitorch.course.notebook import (
 from minitorch.course.rebuild import add_extra_checks, culprit_of, merge, neutralise
 from minitorch.course.runner import RunOptions, run_notebook
 from minitorch.course.scoring import exercise_status
+from minitorch.course.unscored import skip_unscored
 from minitorch.course.syllabus import Lab, repo_root
 
 __all__ = [
@@ -123,6 +124,8 @@ def grade_submission(
     exs = exercises(solution)
     base = grading_base(solution)
     missing = merge(base, submission, exs)
+    if not opts.every_cell:
+        skip_unscored(base, last=opts.unscored_last)
     if opts.extra_checks:
         add_extra_checks(base, lab.number, Path(opts.extra_checks))
     fixed: dict[str, tuple[str, str]] = {}  # exercise -> (status, message) decided by a rerun

@@ -49,6 +49,8 @@ class RunOptions:
     seed: int | None = None  # the fresh cases' seed ($A2S_SEED in the kernel); None: random
     hide: tuple[str, ...] = ()  # more files and folders the kernel must not see (the batch)
     extra_checks: str | None = None  # an instructor's folder of hidden checks (labNN.py)
+    every_cell: bool = False  # also run the cells that score nothing (minitorch.course.unscored)
+    unscored_last: bool = False  # run those after every other cell (the course's own tests)
 
 
 @dataclass(slots=True)
