@@ -17,11 +17,20 @@ from minitorch.checks.lab09.common import run_array_cases
 __all__ = ["check_causal_attention", "check_gqa"]
 
 _A = "minitorch.model.attention"
-_GQA_BLOCKS = (f"{_A}:repeat_kv", f"{_A}:CausalSelfAttention")
+_GQA_BLOCKS = (
+    f"{_A}:repeat_kv",
+    f"{_A}:CausalSelfAttention",
+    "minitorch.runtime.paged_attention:paged_attention",  # lab 18: causal GQA over a paged cache
+    f"{__name__}:_plain",  # the grader's own numpy attention
+    f"{__name__}:_tiled",
+)
 # 09.1 also blocks the course's other causal attentions (labs 08 and 26), which solve it in a call;
 # 09.2 may use attention itself (the reference stands in for a failed 09.1)
 _BLOCKS = (
     f"{_A}:scaled_dot_product_attention",
+    f"{__name__}:_unsafe",
+    f"{__name__}:_zero_masked",
+    f"{__name__}:_head0",
     "minitorch.parallel.context:attention",
     "minitorch.kernels.attention:naive_attention",
     "minitorch.kernels.flash:flash_attention",
@@ -55,7 +64,35 @@ def _plain(
         return p / p.sum(axis=axis, keepdims=True) @ v
 
 
+def _unsafe(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        e = np.where(np.tril(np.ones(s.shape[-2:], bool)), np.exp(s), 0.0)
+        return e / e.sum(-1, keepdims=True) @ v
+
+
+def _same_nans(got: np.ndarray, want: np.ndarray) -> bool:
+    g = np.isnan(np.asarray(got, np.float64))
+    return bool(g.any()) and g.shape == want.shape and bool(np.array_equal(g, np.isnan(want)))
+
+
+def _zero_masked(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    s = s * np.tril(np.ones(s.shape[-2:]))
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True) @ v
+
+
 _ATT_MISTAKES = (
+    Mistake(
+        "Subtract each row's maximum score before np.exp: large scores overflow to inf (and "
+        "inf / inf is NaN) without it.",
+        when=lambda got, q, k, v: _same_nans(got, _unsafe(q, k, v)),
+    ),
+    Mistake(
+        "Masked scores must be -inf, not 0: exp(0) = 1 still gives the future keys weight.",
+        _zero_masked,
+    ),
     Mistake(
         "Every query sees every key: mask the scores above the diagonal (key j > query i) "
         "to -inf before the softmax.",
@@ -106,6 +143,8 @@ def check_causal_attention(causal_attention: Callable[..., object]) -> str:
         Case(label, _qkv(r, s[0], s[1], s[1], s[2], s[3]), _sdpa, _ATT_MISTAKES)
         for label, s in shapes
     ]
+    big = tuple(60.0 * a for a in _qkv(r, 1, 2, 2, 6, 4))  # scores of thousands: exp overflows
+    cases.append(Case("large scores (|q.k| in the thousands)", big, _sdpa, _ATT_MISTAKES))
     for i in range(2):
         b, h, t, d = (int(x) for x in f.integers([1, 1, 2, 2], [3, 5, 12, 33]))
         cases.append(Case(fresh(f"random case {i}"), _qkv(f, b, h, h, t, d), _sdpa, _ATT_MISTAKES))
@@ -118,11 +157,41 @@ def _tiled(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     return _plain(q, np.tile(k, (1, rep, 1, 1)), np.tile(v, (1, rep, 1, 1)), q.shape[-1] ** -0.5, 0)
 
 
+def _mixed(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
+    rep = q.shape[1] // k.shape[1]
+    s = q.shape[-1] ** -0.5
+    tile, repeat = (1, rep, 1, 1), (rep, 1)
+    return [
+        _plain(q, np.repeat(k, *repeat), np.tile(v, tile), s, 0),
+        _plain(q, np.tile(k, tile), np.repeat(v, *repeat), s, 0),
+    ]
+
+
+def _head0(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    kk, vv = (np.broadcast_to(a[:, :1], q.shape[:2] + a.shape[2:]) for a in (k, v))
+    return _plain(q, kk, vv, q.shape[-1] ** -0.5, 0)
+
+
+def _close(got: object, want: np.ndarray) -> bool:
+    g = np.asarray(got, np.float64)
+    return g.shape == want.shape and bool(np.allclose(g, want, rtol=1e-6, atol=1e-8))
+
+
 _GQA_MISTAKES = (
     Mistake(
         "Query head h uses K/V head h // n_rep (consecutive query heads share one K/V "
         "head: np.repeat along the head axis), not h % n_kv (np.tile).",
         _tiled,
+    ),
+    Mistake(
+        "K and V must follow the same mapping: query head h reads K and V of head h // n_rep "
+        "(one of them was tiled, the other repeated).",
+        when=lambda got, q, k, v: any(_close(got, m) for m in _mixed(q, k, v)),
+    ),
+    Mistake(
+        "Every query head used K/V head 0: query head h reads K/V head h // n_rep "
+        "(n_rep = H / H_kv), so each K/V head serves its own group.",
+        _head0,
     ),
 )
 

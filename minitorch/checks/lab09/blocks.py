@@ -38,6 +38,10 @@ _RMS_MISTAKES = (
         lambda x, w, e: x / np.sqrt((x * x).mean() + e) * w,
     ),
     Mistake(
+        "Take the mean of x^2 over the last axis (divide the sum by C), not the sum.",
+        lambda x, w, e: x / np.sqrt((x * x).sum(-1, keepdims=True) + e) * w,
+    ),
+    Mistake(
         "Multiply by the weight (one gain per feature) after normalizing.",
         lambda x, w, e: x / np.sqrt((x * x).mean(-1, keepdims=True) + e),
     ),
@@ -127,7 +131,7 @@ _LAYOUT = (
 )
 
 
-@grader("09.6", blocks=(f"{_B}:MLP", f"{_B}:silu"))
+@grader("09.6", blocks=(f"{_B}:MLP", f"{_B}:silu", f"{__name__}:_sig", f"{__name__}:_gelu"))
 def check_swiglu(swiglu: Callable[..., object]) -> str:
     """Exercise 09.6: swiglu(x, w1, w3, w2) = (silu(x W1^T) * x W3^T) W2^T."""
     r, f = rng(96), fresh_rng("09.6")

@@ -30,6 +30,9 @@ def _message(what: str, truth: str) -> Callable[[Case, Any, Any, str], str]:
         g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
         if g.shape != w.shape:
             return f"[{case.label}] {what} has shape {g.shape}, expected {w.shape}. {hint}".strip()
+        nans = int(np.isnan(g).sum() - np.isnan(w).sum())
+        if nans > 0:
+            return f"[{case.label}] {what} has {nans} NaN values where {truth} has numbers. {hint}"
         err = float(np.nanmax(np.abs(g - w))) if g.size else 0.0
         if not hint and err < 1e-4 * (1 + float(np.abs(w).max(initial=0.0))):
             hint = _FLOAT32

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from minitorch.checks.cases import Case, Mistake, fresh
 from minitorch.checks.compare import number
-from minitorch.checks.core import CheckFailure, fresh_rng, grader
+from minitorch.checks.core import CheckFailure, fresh_rng, grader, plain
 from minitorch.model.config import GPTConfig
 
 __all__ = ["check_kv_cache_bytes"]
@@ -38,7 +40,13 @@ _MISTAKES = (
 )
 
 
-@grader("09.7")
+@grader(
+    "09.7",
+    blocks=(
+        "minitorch.runtime.quant_serving:kv_bytes_per_token",  # lab 28: K and V bytes per token
+        f"{__name__}:_bytes",  # the grader's closed form
+    ),
+)
 def check_kv_cache_bytes(kv_cache_bytes: Callable[..., object]) -> str:
     """Exercise 09.7: kv_cache_bytes(config, seq_len, batch, itemsize) -> int."""
     f = fresh_rng("09.7")
@@ -84,12 +92,14 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable[..., object]) -> str:
     )
     for label, cfg, t, b, s in configs:
         case = Case(label, (cfg, t, b, s), _bytes(cfg, t, b, s, cfg.n_kv_head, 2), _MISTAKES)
-        got = number(
-            kv_cache_bytes(cfg, t, b, s),
-            case=label,
-            kind=float,
-            message=f"[{label}] return the number of bytes as an int",
-        )
+        message = f"[{label}] return the number of bytes as an int"
+        raw = plain(kv_cache_bytes(cfg, t, b, s), case=label)
+        if isinstance(raw, (float, np.floating)) and not isinstance(raw, bool):
+            raise CheckFailure(
+                f"{message}, got the float {raw!r}: bytes are a whole number (use // or int "
+                "arithmetic, not /)."
+            )
+        got = number(raw, case=label, kind=float, message=message)
         if got != case.want():
             shown = int(got) if got.is_integer() else got
             raise CheckFailure(

@@ -61,8 +61,18 @@ _ROPE_MISTAKES = (
 )
 
 
+_TWIN = "minitorch.checks.lab09.torch_gpt"
+
+
 @grader(
-    "09.3", blocks=(f"{_P}:apply_rope", f"{_P}:rope_tables", "minitorch.runtime.paged_model:_rope")
+    "09.3",
+    blocks=(
+        f"{_P}:apply_rope",
+        f"{_P}:rope_tables",
+        "minitorch.runtime.paged_model:_rope",
+        f"{__name__}:_rope_np",  # the grader's mistake model is the rotation at (2.0, False, 1.0)
+        f"{_TWIN}:torch_rope",
+    ),
 )
 def check_rope(rope: Callable[..., object]) -> str:
     """Exercise 09.3: rope(x) for x (..., T, d), positions 0..T-1, base 10000."""
@@ -132,7 +142,16 @@ _ALIBI_MISTAKES = (
 )
 
 
-@grader("09.4", blocks=(f"{_P}:alibi_slopes", f"{_P}:alibi_bias"))
+@grader(
+    "09.4",
+    blocks=(
+        f"{_P}:alibi_slopes",
+        f"{_P}:alibi_bias",
+        f"{__name__}:_slopes",
+        f"{__name__}:_odd_wrong",
+        f"{_TWIN}:torch_alibi_slopes",
+    ),
+)
 def check_alibi_slopes(alibi_slopes: Callable[..., object]) -> str:
     """Exercise 09.4: the per-head slopes of ALiBi, (n,) array."""
     f = fresh_rng("09.4")
