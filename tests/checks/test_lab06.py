@@ -247,13 +247,14 @@ def test_matmul_tiled_passes(capsys):
 
 def _for_show(a, b, tile, kernel):
     matmul_tiled(a, b, tile, kernel)  # the right calls, results thrown away
-    return a @ b
+    return np.asarray(a) @ np.asarray(b)  # (plain views: the operands refuse `a @ b` itself)
 
 
 @pytest.mark.parametrize(
     ("wrong", "match"),
     [
-        (lambda a, b, tile, kernel: a @ b, "never called"),
+        (lambda a, b, tile, kernel: a @ b, "computed `np.matmul` on A or B"),
+        (lambda a, b, tile, kernel: np.asarray(a) @ np.asarray(b), "never called"),
         (lambda a, b, tile, kernel: kernel(a, b), "larger than"),
         (lambda a, b, tile, kernel: matmul_tiled(a, b, max(tile // 2, 1), kernel), "kernel calls"),
         (_for_show, "sum of what kernel\\(\\) returns"),
@@ -298,13 +299,14 @@ def test_blocked_trace_any_tile_order_passes(capsys):
 
 
 def test_a_tiled_matmul_that_resets_the_call_count_is_rejected():
-    def reset(a, b, tile, kernel):  # right values, then the call count zeroed through the closure
-        out = a @ b
-        for cell in kernel.__closure__ or ():
+    def reset(a, b, tile, kernel):  # right values, then whatever the kernel holds rewritten
+        out = np.asarray(a) @ np.asarray(b)
+        for cell in getattr(kernel, "__closure__", None) or ():
             cell.cell_contents = 0
         return out
 
-    rejects(lab06.check_matmul_tiled, reset, match="uses `.__closure__`")
+    # the kernel is a request to the grader's process: its log is not in reach
+    rejects(lab06.check_matmul_tiled, reset, match="never called")
 
 
 # --------------------------------------------------------------------------- review additions
@@ -336,3 +338,161 @@ def test_loop_trace_of_floats_says_addresses_are_integers():
 def test_loop_trace_accepts_lists_and_other_int_widths(kind, capsys):
     lab06.check_loop_trace(lambda n, order: kind(loop_trace(n, order)))
     assert "✔ Exercise 06.2 passed" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- issue 18 additions
+def test_loop_trace_rejects_a_python_loop_over_the_iterations():
+    def looped(n, order):
+        out = []
+        for x in range(n):
+            for y in range(n):
+                for z in range(n):
+                    v = dict(zip(order, (x, y, z), strict=True))
+                    i, j, k = v["i"], v["j"], v["k"]
+                    out += [(i * n + k) * 8, (n * n + k * n + j) * 8, (2 * n * n + i * n + j) * 8]
+        return np.array(out, dtype=np.int64)
+
+    rejects(lab06.check_loop_trace, looped, match="Python lines")
+
+
+def test_loop_trace_blocks_the_references_private_helper():
+    def via_interleave(n, order):
+        grids = dict(zip(order, np.indices((n, n, n)).reshape(3, -1), strict=True))
+        return traces._interleave(n, grids["i"], grids["j"], grids["k"], 8)
+
+    rejects(lab06.check_loop_trace, via_interleave, match="_interleave", error=ReferenceCalledError)
+
+
+def test_predicted_misses_rejects_floor_division():
+    def floor_lines(n, order, line_elems):  # n // L misses per stride-1 run
+        inner, per_run = order[-1], 0
+        for index in ("ik", "kj", "ij"):
+            per_run += n // line_elems if index[1] == inner else n if index[0] == inner else 0
+        return float(n * n * per_run)
+
+    rejects(lab06.check_predicted_misses, floor_lines, match="true division")
+
+
+def test_blocked_trace_ignoring_the_tile_is_rejected():
+    rejects(
+        lab06.check_blocked_trace, lambda n, tile: blocked_trace(n, 8), match="tile you are given"
+    )
+
+
+def test_matmul_tiled_rejects_arithmetic_outside_the_kernel():
+    def einsum(a, b, tile, kernel):
+        matmul_tiled(a, b, tile, kernel)
+        return np.einsum("ik,kj->ij", a, b)
+
+    def elementwise(a, b, tile, kernel):
+        return (a[:, :, None] * b[None, :, :]).sum(axis=1)
+
+    for fn, what in (
+        (einsum, "np.einsum"),
+        (elementwise, "np.multiply"),
+        (lambda a, b, t, k: a.dot(b), "dot"),
+    ):
+        rejects(lab06.check_matmul_tiled, fn, match=what)
+
+
+def test_prose_invariants_hold():
+    """The invariants of the prose, recomputed from the prose's formulas (not the graders)."""
+    assert lru_hits(np.array([0, 8, 64, 0]), 128, 64, 2).tolist() == [False, True, False, True]
+    # 06.2: n = 2, ijk: iterations (0,0,0) and (0,0,1): A[0,k], B[k,0], C[0,0]
+    n = 2
+    assert [0, 8 * n * n + 0, 16 * n * n, 8, 8 * n * n + 8 * n, 16 * n * n] == [
+        0,
+        32,
+        64,
+        8,
+        48,
+        64,
+    ]
+    assert loop_trace(2, "ijk")[:6].tolist() == [0, 32, 64, 8, 48, 64]
+    assert 2 * 64**3 / 8 == 65536.0  # 06.3: ikj, two stride-1 arrays: 2 n^3 / L
+    assert np.array_equal(np.sort(blocked_trace(4, 2)), np.sort(loop_trace(4, "ijk")))
+
+
+MUSTS = [
+    (
+        "06.1",
+        "a hit moves the line to the most recent place of its set; a miss in a full set evicts "
+        "the least recently used line",
+        "test_lru_hits_rejects_wrong_answers",
+    ),
+    (
+        "06.1",
+        "`lru_hits(np.array([0, 8, 64, 0]), 128, 64, 2)` is `[False, True, False, True]`",
+        "test_prose_invariants_hold",
+    ),
+    ("06.1", "Exercise code may not call torch, nor the `minitorch` reference", "test_attempt"),
+    (
+        "06.2",
+        "No Python loop over iterations.",
+        "test_loop_trace_rejects_a_python_loop_over_the_iterations",
+    ),
+    (
+        "06.2",
+        "the int64 array of $3n^3$ byte addresses",
+        "test_loop_trace_of_floats_says_addresses_are_integers",
+    ),
+    (
+        "06.2",
+        '`loop_trace(2, "ijk")[:6]` is `[0, 32, 64, 8, 48, 64]`',
+        "test_prose_invariants_hold",
+    ),
+    (
+        "06.3",
+        "Decide each array's stride from the innermost letter `order[-1]`",
+        "test_predicted_misses_rejects_wrong_answers",
+    ),
+    (
+        "06.3",
+        "($n / L$ is a true division, not `n // L`)",
+        "test_predicted_misses_rejects_floor_division",
+    ),
+    ("06.3", '`predicted_misses(64, "ikj", 8) == 65536.0`', "test_prose_invariants_hold"),
+    (
+        "06.4",
+        "every iteration $(i, j, k)$ appears exactly once",
+        "test_blocked_trace_rejects_wrong_iterations",
+    ),
+    (
+        "06.4",
+        "at most 1.5x the lines a tiled nest loads",
+        "test_blocked_trace_value_correct_but_untiled_breaks_the_budget",
+    ),
+    ("06.4", "for the tile it is given", "test_blocked_trace_ignoring_the_tile_is_rejected"),
+    ("06.4", "clip the last tiles at $n$ when $T$ does not divide it", "test_attempt"),
+    (
+        "06.4",
+        "a trace that computes the right values but moves too many bytes fails",
+        "test_blocked_trace_value_correct_but_untiled_breaks_the_budget",
+    ),
+    (
+        "06.4",
+        '`np.sort(blocked_trace(4, 2))` equals `np.sort(loop_trace(4, "ijk"))`',
+        "test_prose_invariants_hold",
+    ),
+    (
+        "06.5",
+        "all arithmetic goes through `kernel(a_tile, b_tile)`",
+        "test_matmul_tiled_rejects_arithmetic_outside_the_kernel",
+    ),
+    (
+        "06.5",
+        "exactly one call per (row tile, inner tile, column tile)",
+        "test_matmul_tiled_rejects_wrong_answers",
+    ),
+    ("06.5", "no operand over $T \\times T$", "test_matmul_tiled_rejects_wrong_answers"),
+    (
+        "06.5",
+        "C must change by exactly the number of inner tiles",
+        "test_matmul_tiled_rejects_wrong_answers",
+    ),
+    (
+        "06.5",
+        "with `tile >= max(n, k, m)` there is exactly one kernel call",
+        "test_matmul_tiled_rejects_wrong_answers",
+    ),
+]

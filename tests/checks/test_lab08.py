@@ -410,13 +410,17 @@ def online_softmax_loading_twice_keeping_tiles(hbm, block):
         m_new = np.maximum(m, x.max(axis=1))
         l = l * np.exp(m - m_new) + np.exp(x - m_new[:, None]).sum(axis=1)
         m = m_new
-    for c, x in zip(_blocks(n, block), tiles):
+    for c, x in zip(_blocks(n, block), tiles, strict=True):
         hbm.load("X", cols=c)
         hbm.store("Y", np.exp(x - m[:, None]) / l[:, None], cols=c)
 
 
 def test_online_softmax_keeping_every_tile_breaks_the_memory_budget():
-    rejects(lab08.check_online_softmax, online_softmax_loading_twice_keeping_tiles, match="4 x 16384.*allocated")
+    rejects(
+        lab08.check_online_softmax,
+        online_softmax_loading_twice_keeping_tiles,
+        match="4 x 16384.*allocated",
+    )
 
 
 def test_online_softmax_hint_only_for_the_mistake_made():
@@ -434,7 +438,11 @@ def test_online_softmax_hint_only_for_the_mistake_made():
 
 
 def test_predicted_traffic_rejects_floats():
-    rejects(lab08.check_predicted_traffic, lambda *a: tuple(float(v) for v in predict(*a)), match="integers")
+    rejects(
+        lab08.check_predicted_traffic,
+        lambda *a: tuple(float(v) for v in predict(*a)),
+        match="integers",
+    )
 
 
 def test_the_invariant_of_08_3_is_the_closed_form():
@@ -447,7 +455,9 @@ def test_the_invariant_of_08_3_is_the_closed_form():
 
     lab = next(lab for lab in LABS if lab.number == "08")
     text = " ".join(c.source for c in nbformat.read(lab.solution_path(ROOT), 4).cells)
-    found = re.search(r"predict_bytes\((\d+), (\d+), (\d+), (\d+), False, (\d+)\) == \((\d+), (\d+)\)", text)
+    found = re.search(
+        r"predict_bytes\((\d+), (\d+), (\d+), (\d+), False, (\d+)\) == \((\d+), (\d+)\)", text
+    )
     n, d, bq, _, s, naive, fl = (int(v) for v in found.groups())
     tr = -(-n // bq)
     assert (naive, fl) == ((4 * n * d + 4 * n * n) * s, (n * d + tr * 2 * n * d + n * d + n) * s)
@@ -459,7 +469,7 @@ _fwd_ok = unblocked(flash.flash_attention_forward)
 def test_flash_forward_hints_name_the_mistake():
     def forward_with_l_as_m(hbm, bq, bk, causal, scale):  # O right, L = the running max
         _fwd_ok(hbm, bq, bk, causal, scale)
-        n, d = hbm.shape("Q")
+        n, _ = hbm.shape("Q")
         for i0 in range(0, n, bq):
             r = slice(i0, min(i0 + bq, n))
             hbm.load("Q", r)  # (the traffic is not what is tested here)
@@ -473,26 +483,63 @@ def test_flash_forward_hints_name_the_mistake():
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 MUSTS = [
-    ("08.1", "Budget: exactly the fused column of the table, so load `B` and `G` **once**",
-     "test_fusion_rejects_unfused_and_wrong_kernels"),
+    (
+        "08.1",
+        "Budget: exactly the fused column of the table, so load `B` and `G` **once**",
+        "test_fusion_rejects_unfused_and_wrong_kernels",
+    ),
     ("08.1", "the unfused versions are rejected", "test_fusion_rejects_unfused_and_wrong_kernels"),
-    ("08.1", "may touch its arrays **only** through", "test_a_kernel_that_touches_the_counters_is_rejected"),
+    (
+        "08.1",
+        "may touch its arrays **only** through",
+        "test_a_kernel_that_touches_the_counters_is_rejected",
+    ),
     ("08.1", "Exercise code may not call torch", "test_attempt"),
-    ("08.2", "`X` read exactly twice, `Y` written once", "test_online_softmax_rejects_wrong_kernels"),
+    (
+        "08.2",
+        "`X` read exactly twice, `Y` written once",
+        "test_online_softmax_rejects_wrong_kernels",
+    ),
     ("08.2", "at most `block` columns", "test_online_softmax_rejects_wrong_kernels"),
-    ("08.2", "extra memory a few tiles (a kernel that keeps the first pass's tiles for the second fails, "
-     "even if it loads them again)", "test_online_softmax_keeping_every_tile_breaks_the_memory_budget"),
+    (
+        "08.2",
+        "extra memory a few tiles (a kernel that keeps the first pass's tiles for the second "
+        "fails, "
+        "even if it loads them again)",
+        "test_online_softmax_keeping_every_tile_breaks_the_memory_budget",
+    ),
     ("08.2", "the three-pass softmax is rejected", "test_online_softmax_rejects_wrong_kernels"),
     ("08.3", "as integers", "test_predicted_traffic_rejects_floats"),
-    ("08.3", "`predict_bytes(64, 16, 16, 16, False, 8) == (163840, 82432)`",
-     "test_the_invariant_of_08_3_is_the_closed_form"),
+    (
+        "08.3",
+        "`predict_bytes(64, 16, 16, 16, False, 8) == (163840, 82432)`",
+        "test_the_invariant_of_08_3_is_the_closed_form",
+    ),
     ("08.3", "4 fresh ones", "test_attempt"),
-    ("08.4", "every load and store must fit its SRAM tile", "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
-    ("08.4", "Budget: traffic equal to the IO model", "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
-    ("08.4", "extra memory (tracemalloc) within a few tiles", "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
-    ("08.4", "Building a whole row block of $S$, or not skipping future blocks, is rejected.",
-     "test_flash_forward_rejects_budget_breaking_and_wrong_kernels"),
-    ("08.5", "Budget: traffic equal to the model above, extra memory a few tiles (no $P$ kept anywhere)",
-     "test_flash_backward_rejects_budget_breaking_and_wrong_kernels"),
+    (
+        "08.4",
+        "every load and store must fit its SRAM tile",
+        "test_flash_forward_rejects_budget_breaking_and_wrong_kernels",
+    ),
+    (
+        "08.4",
+        "Budget: traffic equal to the IO model",
+        "test_flash_forward_rejects_budget_breaking_and_wrong_kernels",
+    ),
+    (
+        "08.4",
+        "extra memory (tracemalloc) within a few tiles",
+        "test_flash_forward_rejects_budget_breaking_and_wrong_kernels",
+    ),
+    (
+        "08.4",
+        "Building a whole row block of $S$, or not skipping future blocks, is rejected.",
+        "test_flash_forward_rejects_budget_breaking_and_wrong_kernels",
+    ),
+    (
+        "08.5",
+        "Budget: traffic equal to the model above, extra memory a few tiles (no $P$ kept anywhere)",
+        "test_flash_backward_rejects_budget_breaking_and_wrong_kernels",
+    ),
     ("08.5", "Write `D` (first, block by block), then `dQ, dK, dV`", "test_flash_backward_passes"),
-]  # fmt: skip
+]

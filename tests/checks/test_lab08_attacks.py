@@ -46,7 +46,7 @@ def _device_copy():
 
 # --------------------------------------------------------------------------- 08.1
 def gelu_with_np_array(hbm, tile_rows):  # np.array everywhere (the old deny-list refused it)
-    n, d = hbm.shape("X")
+    n, _ = hbm.shape("X")
     b = np.array(hbm.load("B"))
     for rows in _rows(n, tile_rows):
         hbm.store("Y", np.array(_gelu(hbm.load("X", rows) + b)), rows)
@@ -142,24 +142,71 @@ def gelu_reading_private_arrays(hbm, tile_rows):
 
 
 FUSION = [
-    honest("08.1", "np.array and a while loop", lambda: lab08.check_fusion(gelu_with_np_array, rmsnorm_with_while)),
+    honest(
+        "08.1",
+        "np.array and a while loop",
+        lambda: lab08.check_fusion(gelu_with_np_array, rmsnorm_with_while),
+    ),
     honest("08.1", "a kernel class", lambda: lab08.check_fusion(GeluKernel(), _rms_fused)),
     wrong("08.1", "unfused", lambda: lab08.check_fusion(gelu_unfused, _rms_fused), match="unfused"),
-    wrong("08.1", "B per tile", lambda: lab08.check_fusion(gelu_reloading_b, _rms_fused), match="once per tile"),
-    wrong("08.1", "erf GELU", lambda: lab08.check_fusion(gelu_exact_erf, _rms_fused), match="tanh form"),
-    wrong("08.1", "no residual", lambda: lab08.check_fusion(_gelu_fused, rmsnorm_without_residual), match="Store h"),
-    cheat("08.1", "the reference", lambda: lab08.check_fusion(fusion.bias_gelu_fused, _rms_fused),
-          match="bias_gelu_fused", error=ReferenceCalledError),
-    cheat("08.1", "torch gelu", lambda: lab08.check_fusion(gelu_torch, _rms_fused), error=ForbiddenCallError),
-    cheat("08.1", "counters rewritten via gc", lambda: lab08.check_fusion(gelu_unfused_then_counters_reset, _rms_fused),
-          match="unfused"),
-    cheat("08.1", "writes the arrays via gc", lambda: lab08.check_fusion(gelu_writing_the_array_directly, _rms_fused),
-          match="Y differs"),
-    cheat("08.1", "attrgetter _arrays", lambda: lab08.check_fusion(gelu_reading_private_arrays, _rms_fused),
-          match="_arrays", error=StudentError),
-    cheat("08.1", "private attribute of its own", lambda: lab08.check_fusion(
-        lambda hbm, t: setattr(hbm, "_arrays", {}), _rms_fused), match="_arrays", error=StudentError),
-]  # fmt: skip
+    wrong(
+        "08.1",
+        "B per tile",
+        lambda: lab08.check_fusion(gelu_reloading_b, _rms_fused),
+        match="once per tile",
+    ),
+    wrong(
+        "08.1",
+        "erf GELU",
+        lambda: lab08.check_fusion(gelu_exact_erf, _rms_fused),
+        match="tanh form",
+    ),
+    wrong(
+        "08.1",
+        "no residual",
+        lambda: lab08.check_fusion(_gelu_fused, rmsnorm_without_residual),
+        match="Store h",
+    ),
+    cheat(
+        "08.1",
+        "the reference",
+        lambda: lab08.check_fusion(fusion.bias_gelu_fused, _rms_fused),
+        match="bias_gelu_fused",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "08.1",
+        "torch gelu",
+        lambda: lab08.check_fusion(gelu_torch, _rms_fused),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "08.1",
+        "counters rewritten via gc",
+        lambda: lab08.check_fusion(gelu_unfused_then_counters_reset, _rms_fused),
+        match="unfused",
+    ),
+    cheat(
+        "08.1",
+        "writes the arrays via gc",
+        lambda: lab08.check_fusion(gelu_writing_the_array_directly, _rms_fused),
+        match="Y differs",
+    ),
+    cheat(
+        "08.1",
+        "attrgetter _arrays",
+        lambda: lab08.check_fusion(gelu_reading_private_arrays, _rms_fused),
+        match="_arrays",
+        error=StudentError,
+    ),
+    cheat(
+        "08.1",
+        "private attribute of its own",
+        lambda: lab08.check_fusion(lambda hbm, t: setattr(hbm, "_arrays", {}), _rms_fused),
+        match="_arrays",
+        error=StudentError,
+    ),
+]
 
 
 # --------------------------------------------------------------------------- 08.2
@@ -236,7 +283,7 @@ def softmax_keeping_every_tile(hbm, block):  # loads X twice (traffic right), ke
         m_new = np.maximum(m, x.max(axis=1))
         l = l * np.exp(m - m_new) + np.exp(x - m_new[:, None]).sum(axis=1)
         m = m_new
-    for c, x in zip(_rows(n, block), kept):
+    for c, x in zip(_rows(n, block), kept, strict=True):
         hbm.load("X", cols=c)  # for the count
         hbm.store("Y", np.exp(x - m[:, None]) / l[:, None], cols=c)
 
@@ -257,7 +304,9 @@ def softmax_three_passes_counters_reset(hbm, block):
 def softmax_torch(hbm, block):
     import torch
 
-    x = torch.from_numpy(np.concatenate([hbm.load("X", cols=c) for c in _rows(hbm.shape("X")[1], block)], 1))
+    x = torch.from_numpy(
+        np.concatenate([hbm.load("X", cols=c) for c in _rows(hbm.shape("X")[1], block)], 1)
+    )
     y = torch.softmax(x, dim=1).numpy()
     for c in _rows(x.shape[1], block):
         hbm.load("X", cols=c)
@@ -267,21 +316,63 @@ def softmax_torch(hbm, block):
 SOFTMAX = [
     honest("08.2", "running logsumexp", lambda: lab08.check_online_softmax(softmax_logaddexp)),
     honest("08.2", "a generator of tiles", lambda: lab08.check_online_softmax(softmax_generator)),
-    wrong("08.2", "three passes", lambda: lab08.check_online_softmax(softmax_three_passes), match="Three passes"),
-    wrong("08.2", "sum not rescaled", lambda: lab08.check_online_softmax(_two_pass(lambda m, mn: 1.0)),
-          match="multiply it by exp"),
-    wrong("08.2", "rescaled the wrong way", lambda: lab08.check_online_softmax(_two_pass(lambda m, mn: np.exp(mn - m))),
-          match="yours multiplies by exp"),
-    wrong("08.2", "no max shift", lambda: lab08.check_online_softmax(softmax_without_shift), match="Subtract the running"),
-    cheat("08.2", "the reference", lambda: lab08.check_online_softmax(attention.online_softmax_hbm),
-          match="online_softmax", error=ReferenceCalledError),
-    cheat("08.2", "torch softmax", lambda: lab08.check_online_softmax(softmax_torch), error=ForbiddenCallError),
-    cheat("08.2", "keeps every tile", lambda: lab08.check_online_softmax(softmax_keeping_every_tile), match="allocated"),
-    cheat("08.2", "resets the memory meter", lambda: lab08.check_online_softmax(softmax_kept_and_meter_reset),
-          match="reset_peak", error=ForbiddenCallError),
-    cheat("08.2", "counters rewritten via gc", lambda: lab08.check_online_softmax(softmax_three_passes_counters_reset),
-          match="Three passes"),
-]  # fmt: skip
+    wrong(
+        "08.2",
+        "three passes",
+        lambda: lab08.check_online_softmax(softmax_three_passes),
+        match="Three passes",
+    ),
+    wrong(
+        "08.2",
+        "sum not rescaled",
+        lambda: lab08.check_online_softmax(_two_pass(lambda m, mn: 1.0)),
+        match="multiply it by exp",
+    ),
+    wrong(
+        "08.2",
+        "rescaled the wrong way",
+        lambda: lab08.check_online_softmax(_two_pass(lambda m, mn: np.exp(mn - m))),
+        match="yours multiplies by exp",
+    ),
+    wrong(
+        "08.2",
+        "no max shift",
+        lambda: lab08.check_online_softmax(softmax_without_shift),
+        match="Subtract the running",
+    ),
+    cheat(
+        "08.2",
+        "the reference",
+        lambda: lab08.check_online_softmax(attention.online_softmax_hbm),
+        match="online_softmax",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "08.2",
+        "torch softmax",
+        lambda: lab08.check_online_softmax(softmax_torch),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "08.2",
+        "keeps every tile",
+        lambda: lab08.check_online_softmax(softmax_keeping_every_tile),
+        match="allocated",
+    ),
+    cheat(
+        "08.2",
+        "resets the memory meter",
+        lambda: lab08.check_online_softmax(softmax_kept_and_meter_reset),
+        match="reset_peak",
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "08.2",
+        "counters rewritten via gc",
+        lambda: lab08.check_online_softmax(softmax_three_passes_counters_reset),
+        match="Three passes",
+    ),
+]
 
 
 # --------------------------------------------------------------------------- 08.3
@@ -313,32 +404,95 @@ _MEMO = {(64, 16, 16, 16, False, 8): (163840, 82432)}
 
 
 TRAFFIC = [
-    honest("08.3", "closed form per block, a list", lambda: lab08.check_predicted_traffic(predict_closed_form)),
-    honest("08.3", "recursion over query blocks", lambda: lab08.check_predicted_traffic(predict_recursive)),
-    wrong("08.3", "causal ignored", lambda: lab08.check_predicted_traffic(
-        lambda n, d, bq, bk, c, s: predict_recursive(n, d, bq, bk, False, s)), match="Causal attention skips"),
-    wrong("08.3", "L not written", lambda: lab08.check_predicted_traffic(
-        lambda n, d, bq, bk, c, s: (lambda a, b: (a, b - n * s))(*predict_recursive(n, d, bq, bk, c, s))),
-        match="logsumexp"),
-    wrong("08.3", "floor of the blocks", lambda: lab08.check_predicted_traffic(
-        lambda n, d, bq, bk, c, s: predict_recursive(n // bq * bq, d, bq, bk, c, s)), match="ceil"),
-    wrong("08.3", "S and P written only", lambda: lab08.check_predicted_traffic(
-        lambda n, d, bq, bk, c, s: (s * (4 * n * d + 2 * n * n), predict_recursive(n, d, bq, bk, c, s)[1])),
-        match="writes S and P"),
-    cheat("08.3", "the reference formulas", lambda: lab08.check_predicted_traffic(
-        lambda n, d, bq, bk, c, s: (io_model.naive_attention_traffic(n, d, s).total,
-                                    io_model.flash_forward_traffic(n, d, bq, bk, c, s).total)),
-        match="naive_attention_traffic", error=ReferenceCalledError),
-    cheat("08.3", "the grader's own loop", lambda: lab08.check_predicted_traffic(_ref_pair),
-          match="_want", error=ReferenceCalledError),
-    cheat("08.3", "torch arithmetic", lambda: lab08.check_predicted_traffic(
-        lambda n, d, bq, bk, c, s: tuple(int(v) for v in __import__("torch").tensor(predict_recursive(n, d, bq, bk, c, s)))),
-        error=ForbiddenCallError),
-    cheat("08.3", "a memorised answer", lambda: lab08.check_predicted_traffic(
-        lambda *a: _MEMO.get(a, (0, 0))), match="predicted"),
-    cheat("08.3", "values that decide their own equality", lambda: lab08.check_predicted_traffic(
-        lambda *a: tuple(always_equal(v) for v in (0, 0))), match="subclass"),
-]  # fmt: skip
+    honest(
+        "08.3",
+        "closed form per block, a list",
+        lambda: lab08.check_predicted_traffic(predict_closed_form),
+    ),
+    honest(
+        "08.3",
+        "recursion over query blocks",
+        lambda: lab08.check_predicted_traffic(predict_recursive),
+    ),
+    wrong(
+        "08.3",
+        "causal ignored",
+        lambda: lab08.check_predicted_traffic(
+            lambda n, d, bq, bk, c, s: predict_recursive(n, d, bq, bk, False, s)
+        ),
+        match="Causal attention skips",
+    ),
+    wrong(
+        "08.3",
+        "L not written",
+        lambda: lab08.check_predicted_traffic(
+            lambda n, d, bq, bk, c, s: (lambda a, b: (a, b - n * s))(
+                *predict_recursive(n, d, bq, bk, c, s)
+            )
+        ),
+        match="logsumexp",
+    ),
+    wrong(
+        "08.3",
+        "floor of the blocks",
+        lambda: lab08.check_predicted_traffic(
+            lambda n, d, bq, bk, c, s: predict_recursive(n // bq * bq, d, bq, bk, c, s)
+        ),
+        match="ceil",
+    ),
+    wrong(
+        "08.3",
+        "S and P written only",
+        lambda: lab08.check_predicted_traffic(
+            lambda n, d, bq, bk, c, s: (
+                s * (4 * n * d + 2 * n * n),
+                predict_recursive(n, d, bq, bk, c, s)[1],
+            )
+        ),
+        match="writes S and P",
+    ),
+    cheat(
+        "08.3",
+        "the reference formulas",
+        lambda: lab08.check_predicted_traffic(
+            lambda n, d, bq, bk, c, s: (
+                io_model.naive_attention_traffic(n, d, s).total,
+                io_model.flash_forward_traffic(n, d, bq, bk, c, s).total,
+            )
+        ),
+        match="naive_attention_traffic",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "08.3",
+        "the grader's own loop",
+        lambda: lab08.check_predicted_traffic(_ref_pair),
+        match="_want",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "08.3",
+        "torch arithmetic",
+        lambda: lab08.check_predicted_traffic(
+            lambda n, d, bq, bk, c, s: tuple(
+                int(v) for v in __import__("torch").tensor(predict_recursive(n, d, bq, bk, c, s))
+            )
+        ),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "08.3",
+        "a memorised answer",
+        lambda: lab08.check_predicted_traffic(lambda *a: _MEMO.get(a, (0, 0))),
+        match="predicted",
+    ),
+    cheat(
+        "08.3",
+        "values that decide their own equality",
+        lambda: lab08.check_predicted_traffic(lambda *a: tuple(always_equal(v) for v in (0, 0))),
+        match="subclass",
+    ),
+]
 
 
 # --------------------------------------------------------------------------- 08.4
@@ -438,12 +592,6 @@ def forward_from_the_copy(hbm, bq, bk, causal, scale):  # Q, K, V uncounted (gc)
         hbm.store("L", lse[i0:i1], slice(i0, i1))
 
 
-def forward_torch(hbm, bq, bk, causal, scale):
-    import torch.nn.functional as F
-
-    F.scaled_dot_product_attention
-
-
 def forward_meter_stopped(hbm, bq, bk, causal, scale):
     import tracemalloc
 
@@ -452,27 +600,85 @@ def forward_meter_stopped(hbm, bq, bk, causal, scale):
 
 
 FORWARD = [
-    honest("08.4", "a class of running stats, einsum", lambda: lab08.check_flash_forward(forward_einsum_class)),
+    honest(
+        "08.4",
+        "a class of running stats, einsum",
+        lambda: lab08.check_flash_forward(forward_einsum_class),
+    ),
     honest("08.4", "the solution's loop", lambda: lab08.check_flash_forward(_forward())),
-    wrong("08.4", "no rescale", lambda: lab08.check_flash_forward(_forward("no rescale")), match="rescale both l"),
-    wrong("08.4", "accumulator not rescaled", lambda: lab08.check_flash_forward(_forward("acc")),
-          match="but not the output accumulator"),
-    wrong("08.4", "diagonal masked", lambda: lab08.check_flash_forward(_forward("diagonal")), match="its own key"),
-    wrong("08.4", "future blocks read", lambda: lab08.check_flash_forward(_forward("no skip")), match="Causal: skip"),
-    wrong("08.4", "scale ignored", lambda: lab08.check_flash_forward(_forward("scale")), match="scale you are given"),
-    wrong("08.4", "L without m", lambda: lab08.check_flash_forward(_forward("L")), match="without the running maximum"),
-    cheat("08.4", "the reference", lambda: lab08.check_flash_forward(flash.flash_attention_forward),
-          match="flash_attention_forward", error=ReferenceCalledError),
-    cheat("08.4", "torch SDPA", lambda: lab08.check_flash_forward(
-        lambda hbm, *a: __import__("torch").nn.functional.scaled_dot_product_attention(
-            *(__import__("torch").from_numpy(hbm.load(x, slice(0, 1))) for x in "QKV"))),
-        error=ForbiddenCallError),
-    cheat("08.4", "keeps every K, V tile", lambda: lab08.check_flash_forward(forward_every_tile_kept), match="allocated"),
-    cheat("08.4", "reads Q K V uncounted via gc", lambda: lab08.check_flash_forward(forward_from_the_copy),
-          match="allocated"),
-    cheat("08.4", "stops the memory meter", lambda: lab08.check_flash_forward(forward_meter_stopped),
-          match="tracemalloc.stop", error=ForbiddenCallError),
-]  # fmt: skip
+    wrong(
+        "08.4",
+        "no rescale",
+        lambda: lab08.check_flash_forward(_forward("no rescale")),
+        match="rescale both l",
+    ),
+    wrong(
+        "08.4",
+        "accumulator not rescaled",
+        lambda: lab08.check_flash_forward(_forward("acc")),
+        match="but not the output accumulator",
+    ),
+    wrong(
+        "08.4",
+        "diagonal masked",
+        lambda: lab08.check_flash_forward(_forward("diagonal")),
+        match="its own key",
+    ),
+    wrong(
+        "08.4",
+        "future blocks read",
+        lambda: lab08.check_flash_forward(_forward("no skip")),
+        match="Causal: skip",
+    ),
+    wrong(
+        "08.4",
+        "scale ignored",
+        lambda: lab08.check_flash_forward(_forward("scale")),
+        match="scale you are given",
+    ),
+    wrong(
+        "08.4",
+        "L without m",
+        lambda: lab08.check_flash_forward(_forward("L")),
+        match="without the running maximum",
+    ),
+    cheat(
+        "08.4",
+        "the reference",
+        lambda: lab08.check_flash_forward(flash.flash_attention_forward),
+        match="flash_attention_forward",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "08.4",
+        "torch SDPA",
+        lambda: lab08.check_flash_forward(
+            lambda hbm, *a: __import__("torch").nn.functional.scaled_dot_product_attention(
+                *(__import__("torch").from_numpy(hbm.load(x, slice(0, 1))) for x in "QKV")
+            )
+        ),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "08.4",
+        "keeps every K, V tile",
+        lambda: lab08.check_flash_forward(forward_every_tile_kept),
+        match="allocated",
+    ),
+    cheat(
+        "08.4",
+        "reads Q K V uncounted via gc",
+        lambda: lab08.check_flash_forward(forward_from_the_copy),
+        match="allocated",
+    ),
+    cheat(
+        "08.4",
+        "stops the memory meter",
+        lambda: lab08.check_flash_forward(forward_meter_stopped),
+        match="tracemalloc.stop",
+        error=ForbiddenCallError,
+    ),
+]
 
 
 # --------------------------------------------------------------------------- 08.5
@@ -484,7 +690,9 @@ def backward_written_apart(hbm, block_q, block_kv, causal, scale):  # D in its o
         return slice(i0, min(i0 + block_q, n))
 
     for i0 in range(0, n, block_q):
-        hbm.store("D", np.einsum("id,id->i", hbm.load("dO", rows(i0)), hbm.load("O", rows(i0))), rows(i0))
+        hbm.store(
+            "D", np.einsum("id,id->i", hbm.load("dO", rows(i0)), hbm.load("O", rows(i0))), rows(i0)
+        )
     for j0 in range(0, n, block_kv):
         cs = slice(j0, min(j0 + block_kv, n))
         k, v = hbm.load("K", cs), hbm.load("V", cs)
@@ -496,7 +704,9 @@ def backward_written_apart(hbm, block_q, block_kv, causal, scale):  # D in its o
             q, do, lse, dd = hbm.load("Q", r), hbm.load("dO", r), hbm.load("L", r), hbm.load("D", r)
             s = sc * q @ k.T
             if causal:
-                s[np.arange(cs.start, cs.stop)[None] > np.arange(r.start, r.stop)[:, None]] = -np.inf
+                s[
+                    np.arange(cs.start, cs.stop)[None] > np.arange(r.start, r.stop)[:, None]
+                ] = -np.inf
             p = np.exp(s - lse[:, None])
             ds = p * (do @ v.T - dd[:, None])
             hbm.store("dQ", hbm.load("dQ", r) + sc * ds @ k, r)
@@ -520,7 +730,8 @@ def backward_without_d(hbm, bq, bk, causal, scale):  # dS = P * dP: D never subt
             r = slice(i0, min(i0 + bq, n))
             if causal and r.stop <= j0:
                 continue
-            q, do, lse, dd = hbm.load("Q", r), hbm.load("dO", r), hbm.load("L", r), hbm.load("D", r)
+            q, do, lse = hbm.load("Q", r), hbm.load("dO", r), hbm.load("L", r)
+            hbm.load("D", r)  # read (the traffic), not used: the mistake
             s = sc * q @ k.T
             if causal:
                 s[np.arange(j0, cs.stop)[None] > np.arange(i0, r.stop)[:, None]] = -np.inf
@@ -566,21 +777,65 @@ def backward_torch(hbm, bq, bk, causal, scale):
 
 
 BACKWARD = [
-    honest("08.5", "einsum, helper for rows", lambda: lab08.check_flash_backward(backward_written_apart)),
+    honest(
+        "08.5",
+        "einsum, helper for rows",
+        lambda: lab08.check_flash_backward(backward_written_apart),
+    ),
     honest("08.5", "the course's kernel, copied", lambda: lab08.check_flash_backward(_bwd)),
-    wrong("08.5", "D not subtracted", lambda: lab08.check_flash_backward(backward_without_d), match="D_i"),
-    wrong("08.5", "scale ignored", lambda: lab08.check_flash_backward(backward_ignoring_scale), match="scale"),
-    wrong("08.5", "P stored to HBM", lambda: lab08.check_flash_backward(backward_storing_p), match="HBM traffic"),
-    cheat("08.5", "the reference", lambda: lab08.check_flash_backward(flash.flash_attention_backward),
-          match="flash_attention_backward", error=ReferenceCalledError),
-    cheat("08.5", "torch", lambda: lab08.check_flash_backward(backward_torch), error=ForbiddenCallError),
-    cheat("08.5", "the whole P kept in memory", lambda: lab08.check_flash_backward(backward_full_p_kept),
-          match="allocated"),
-    cheat("08.5", "counters rewritten via gc", lambda: lab08.check_flash_backward(backward_storing_p_counters_reset),
-          match="HBM traffic"),
-    cheat("08.5", "attrgetter to the arrays", lambda: lab08.check_flash_backward(
-        lambda hbm, *a: operator.attrgetter("load.__self__._arrays")(hbm)), match="_arrays", error=StudentError),
-]  # fmt: skip
+    wrong(
+        "08.5",
+        "D not subtracted",
+        lambda: lab08.check_flash_backward(backward_without_d),
+        match="D_i",
+    ),
+    wrong(
+        "08.5",
+        "scale ignored",
+        lambda: lab08.check_flash_backward(backward_ignoring_scale),
+        match="scale",
+    ),
+    wrong(
+        "08.5",
+        "P stored to HBM",
+        lambda: lab08.check_flash_backward(backward_storing_p),
+        match="HBM traffic",
+    ),
+    cheat(
+        "08.5",
+        "the reference",
+        lambda: lab08.check_flash_backward(flash.flash_attention_backward),
+        match="flash_attention_backward",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "08.5",
+        "torch",
+        lambda: lab08.check_flash_backward(backward_torch),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "08.5",
+        "the whole P kept in memory",
+        lambda: lab08.check_flash_backward(backward_full_p_kept),
+        match="allocated",
+    ),
+    cheat(
+        "08.5",
+        "counters rewritten via gc",
+        lambda: lab08.check_flash_backward(backward_storing_p_counters_reset),
+        match="HBM traffic",
+    ),
+    cheat(
+        "08.5",
+        "attrgetter to the arrays",
+        lambda: lab08.check_flash_backward(
+            lambda hbm, *a: operator.attrgetter("load.__self__._arrays")(hbm)
+        ),
+        match="_arrays",
+        error=StudentError,
+    ),
+]
 
 ATTEMPTS = [*FUSION, *SOFTMAX, *TRAFFIC, *FORWARD, *BACKWARD]
 

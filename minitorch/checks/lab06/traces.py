@@ -13,6 +13,7 @@ more lines and fails, and so do tiles too big for three to fit.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -31,7 +32,10 @@ ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
 # the grader's own traces, formula and line counts: blocked while the student's code runs
 TRUTH_BLOCKS = (
     *LRU_TRUTH,
-    *(f"{__name__}:{n}" for n in ("_plain_trace", "_formula", "tiled_lines", "_tile_lines")),
+    *(
+        f"{__name__}:{n}"
+        for n in ("_plain_trace", "_formula", "tiled_lines", "_tile_lines", "_blocked_by")
+    ),
 )
 
 
@@ -83,7 +87,45 @@ def _same(got: object, want: np.ndarray) -> bool:
     return g.shape == want.shape and g.dtype.kind in "iu" and bool(np.array_equal(g, want))
 
 
-@grader("06.2", blocks=(f"{_T}:loop_trace", f"{_T}:blocked_trace", *TRUTH_BLOCKS))
+_LOOP_N = 16  # n^3 = 4,096 iterations: a Python loop over them shows as >= 4,096 line events
+
+
+def _line_events(fn: Callable[..., object], *args: object) -> tuple[object, int]:
+    """``fn(*args)`` and the lines run (plus calls) in frames of the learner's own module.
+
+    A Python loop over the n^3 iterations runs at least one line per iteration (every
+    backward jump of a loop, a comprehension or a generator is a line event); numpy's
+    vectorised work runs none in the learner's frames.
+    """
+    inner = getattr(fn, "fn", fn)
+    home = getattr(inner, "__globals__", None)
+    count = [0]
+
+    def local(frame, event, arg):
+        if event == "line":
+            count[0] += 1
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_globals is home:
+            count[0] += 1
+            return local
+        return None
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        result = fn(*args)
+        intact = sys.gettrace() is tracer
+    finally:
+        sys.settrace(old)
+    assert_true(intact, "06.2: your function changed sys.settrace while it ran.")
+    return result, count[0]
+
+
+@grader(
+    "06.2", blocks=(f"{_T}:loop_trace", f"{_T}:blocked_trace", f"{_T}:_interleave", *TRUTH_BLOCKS)
+)
 def check_loop_trace(loop_trace: Callable[..., object]) -> str:
     """Exercise 06.2: loop_trace(n, order) -> int64 byte addresses, A, B, C per iteration."""
     cases = [
@@ -110,9 +152,17 @@ def check_loop_trace(loop_trace: Callable[..., object]) -> str:
             f"{np.asarray(got).shape} {np.asarray(got).dtype}). {hint or _layout_hint(got, want)}"
         ),
     )
+    n = _LOOP_N
+    _, lines = _line_events(loop_trace, n, "ikj")
+    assert_true(
+        lines < n**3,
+        f"[n={n}, order ikj] your function ran {lines:,} Python lines for {n**3:,} iterations: "
+        "a Python loop (or comprehension, or generator) over the iterations. Build the trace "
+        "with array operations: np.indices((n, n, n)) gives every loop counter at once.",
+    )
     return (
-        f"{len(cases)} traces (3 fresh) equal the plain triple loop; n=64 has "
-        f"{3 * 64**3:,} accesses"
+        f"{len(cases)} traces (3 fresh) equal the plain triple loop, {lines} Python lines at "
+        f"n={n} (no loop over its {n**3:,} iterations); n=64 has {3 * 64**3:,} accesses"
     )
 
 
@@ -139,6 +189,11 @@ _PREDICT_MISTAKES = [
         "(it is one line for the whole inner loop).",
         answer=lambda n, o, L: _formula(n, o, L) + n**3,
     ),
+    Mistake(
+        "n / L is a true division: when L does not divide n the count is fractional (the "
+        "leading-order model), not n // L.",
+        answer=lambda n, o, L: float(n * n * (_COEF[o][0] * (n // L) + _COEF[o][1] * n)),
+    ),
 ]
 
 
@@ -151,7 +206,7 @@ def check_predicted_misses(predicted_misses: Callable[..., object]) -> str:
     """Exercise 06.3: the leading-order miss count of a loop order in a tiny cache."""
     cases = [
         Case(f"n={n}, order {o}, {L} floats per line", (n, o, L), _formula, _PREDICT_MISTAKES)
-        for n, L in [(64, 8), (32, 4)]
+        for n, L in [(64, 8), (32, 4), (60, 8), (33, 4)]  # and L not dividing n
         for o in ("jik", "ijk", "ikj", "jki", "kij", "kji")
     ]
     new = fresh_rng("06.3")
@@ -167,11 +222,12 @@ def check_predicted_misses(predicted_misses: Callable[..., object]) -> str:
         got = plain(predicted_misses(*case.args), what="prediction", case=case.label)
         want = case.want()
         # the leading order; adding the n^2 misses of the invariant array is also right
-        if _is_number(got) and abs(float(got) - want) <= 1e-9 * want + n * n:
+        if _is_number(got) and any(abs(float(got) - w) <= 1e-9 * w for w in (want, want + n * n)):
             continue
         hint = case.diagnose(got, lambda g, w: _is_number(g) and abs(g - w) <= 1e-9 * abs(w))
         raise CheckFailure(
-            f"[{case.label}] predicted {got!r}, the model gives {want:,.0f} (up to n^2). {hint}"
+            f"[{case.label}] predicted {got!r}, the model gives {want:,.2f} (or that plus n^2 "
+            f"for the invariant array). {hint}"
         )
     ijk, ikj = _formula(64, "ijk", 8), _formula(64, "ikj", 8)
     return (
@@ -204,12 +260,18 @@ def tiled_lines(n: int, tile: int) -> int:
     return total
 
 
-def _covers(trace: np.ndarray, n: int, case: str) -> None:
+def _covers(trace: np.ndarray, n: int, case: str, tile: int = 0) -> None:
     """Every iteration (i, j, k) exactly once, each with consistent A, B, C addresses."""
+    padded = tile and trace.size == 3 * (-(-n // tile) * tile) ** 3 != 3 * n**3
     assert_true(
         trace.ndim == 1 and trace.size == 3 * n**3 and trace.dtype.kind in "iu",
         f"[{case}] return {3 * n**3:,} integer addresses (3 per iteration), got "
-        f"{trace.shape} {trace.dtype}.",
+        f"{trace.shape} {trace.dtype}."
+        + (
+            " That is whole tiles past n: clip the last tiles at n (min(i0 + T, n))."
+            if padded
+            else ""
+        ),
     )
     a, b, c = (trace.reshape(-1, 3)[:, t] // 8 - t * n * n for t in range(3))
     ok = (a >= 0) & (a < n * n) & (b >= 0) & (b < n * n) & (c >= 0) & (c < n * n)
@@ -229,34 +291,62 @@ def _covers(trace: np.ndarray, n: int, case: str) -> None:
     )
 
 
+def _blocked_by(trace: np.ndarray, n: int, tile: int, case: str) -> None:
+    """The iterations of each T x T x T block are consecutive: one block at a time."""
+    a, b = trace.reshape(-1, 3)[:, 0] // 8, trace.reshape(-1, 3)[:, 1] // 8 - n * n
+    i, k, j = a // n, a % n, b % n
+    nb = -(-n // tile)
+    block = ((i // tile) * nb + k // tile) * nb + j // tile
+    runs = int(np.count_nonzero(np.diff(block))) + 1
+    assert_true(
+        runs == nb**3,
+        f"[{case}] your trace enters {nb**3:,} blocks of {tile} x {tile} x {tile} {runs:,} "
+        f"times: finish one block (all its i, k, j) before the next, with the tile you are "
+        f"given (here {tile}).",
+    )
+
+
 @grader(
     "06.4",
-    blocks=(f"{_T}:blocked_trace", f"{_T}:loop_trace", *CACHE_BLOCKS, *TRUTH_BLOCKS),
+    blocks=(
+        f"{_T}:blocked_trace",
+        f"{_T}:loop_trace",
+        f"{_T}:_interleave",
+        *CACHE_BLOCKS,
+        *TRUTH_BLOCKS,
+    ),
 )
 def check_blocked_trace(blocked_trace: Callable[..., object]) -> str:
     """Exercise 06.4: blocked_trace(n, tile): every iteration once, misses within budget."""
-    n_new = int(fresh_rng("06.4").choice([24, 32, 40]))
+    new = fresh_rng("06.4")
+    n_new, t_new = int(new.choice([24, 32, 40])), int(new.choice([4, 6, 8]))
     cases = [
-        ("n=32, tile 8", 32),
-        ("n=30, tile 8: edge tiles, rows not line-aligned", 30),
-        (fresh(f"n={n_new}, tile 8"), n_new),
+        ("n=32, tile 8", 32, 8),
+        ("n=30, tile 8: edge tiles, rows not line-aligned", 30, 8),
+        ("n=18, tile 4: half-line tiles, edge tiles", 18, 4),
+        ("n=26, tile 6: a tile that divides neither n nor the line", 26, 6),
+        (fresh(f"n={n_new}, tile {t_new}"), n_new, t_new),
     ]
     summary = ""
-    for case, n in cases:
-        trace = np.asarray(plain(blocked_trace(n, 8), what="trace", case=case))
-        _covers(trace, n, case)
+    for case, n, tile in cases:
+        trace = np.asarray(plain(blocked_trace(n, tile), what="trace", case=case))
+        _covers(trace, n, case, tile)
         misses = int((~plain_lru(trace, *CACHE)).sum())
-        ideal = tiled_lines(n, 8)
+        ideal = tiled_lines(n, tile)
         assert_true(
             misses <= BUDGET * ideal,
             f"[{case}] your trace computes C correctly but misses {misses:,} times in a 2 KiB "
-            f"cache ({misses / ideal:.2f}x the {ideal:,} lines a tiled nest loads; budget "
+            f"cache ({misses / ideal:.2f}x the {ideal:,} lines a {tile}-tiled nest loads; budget "
             f"{BUDGET}x). Loop over tiles (ii, kk, jj) outside and finish a whole T x T x T "
             "block inside before moving on, so its three tiles are reused while in cache.",
         )
+        _blocked_by(trace, n, tile, case)
         if n == 32:
             summary = (
                 f"n=32, T=8: {misses:,} misses = {misses * 64 / 1024:,.0f} KiB moved "
                 f"(budget {BUDGET * ideal:,.0f}; untiled ikj moves ~n^3/L = {32**3 // 8:,} lines)"
             )
-    return f"{len(cases)} blocked traces (1 fresh) cover every iteration once; {summary}"
+    return (
+        f"{len(cases)} blocked traces (tiles 4, 6, 8; 1 fresh) cover every iteration once, "
+        f"one T x T x T block at a time; {summary}"
+    )

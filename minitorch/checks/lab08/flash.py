@@ -213,9 +213,7 @@ def _row_max(q, k, causal: bool, scale: float | None) -> np.ndarray:
     return s.max(axis=1) if n else np.zeros(0)
 
 
-TRUTH_BLOCKS = tuple(
-    f"{__name__}:{f}" for f in ("_model", "_truth", "_row_max", "_grad_model")
-)
+TRUTH_BLOCKS = tuple(f"{__name__}:{f}" for f in ("_model", "_truth", "_row_max", "_grad_model"))
 
 
 def _pairs(n: int, bq: int, bk: int, causal: bool) -> list[tuple[int, int, int, int]]:

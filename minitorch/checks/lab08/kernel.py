@@ -142,8 +142,10 @@ def _in_child(student: Callable[..., Any], measure: bool, *args: Any) -> int:
 def _forbidden(name: str) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         raise ForbiddenCallError(
-            forbidden_message(name).replace("this exercise asks you to write what that "
-            "routine does", "it is the meter of your kernel's memory")
+            forbidden_message(name).replace(
+                "this exercise asks you to write what that routine does",
+                "it is the meter of your kernel's memory",
+            )
         )
 
     return call

@@ -76,7 +76,9 @@ def _hint(got: np.ndarray, x: np.ndarray, block: int) -> str:
     """The hint of the modelled mistake ``got`` matches, else the plain statement of Y."""
     for bug, hint in _BUGS:
         want = _variant(x, block, bug)
-        if got.shape == want.shape and np.allclose(got, want, rtol=1e-9, atol=1e-14, equal_nan=True):
+        if got.shape == want.shape and np.allclose(
+            got, want, rtol=1e-9, atol=1e-14, equal_nan=True
+        ):
             return hint
     return _OTHER
 
@@ -104,7 +106,12 @@ def _cases() -> list[tuple[str, tuple[int, int], int, float]]:
 
 @grader(
     "08.2",
-    blocks=(f"{_A}:online_softmax", f"{_A}:online_softmax_hbm", f"{_A}:_online_stats", *TRUTH_BLOCKS),
+    blocks=(
+        f"{_A}:online_softmax",
+        f"{_A}:online_softmax_hbm",
+        f"{_A}:_online_stats",
+        *TRUTH_BLOCKS,
+    ),
 )
 def check_online_softmax(online_softmax: Callable[..., object]) -> str:
     """Exercise 08.2: softmax of HBM X into Y with the statistics in one pass."""
