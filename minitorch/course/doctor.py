@@ -27,6 +27,8 @@ def _version(module: str) -> Finding:
     return Finding(module, True, str(getattr(mod, "__version__", "installed")))
 
 
+TORCH = "torch>=2.4,<2.14"  # pyproject.toml's requirement
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 TESTED_PYTHON = (3, 11)  # pyproject.toml: requires-python and the classifiers say the same
 
 
@@ -43,9 +45,35 @@ def _torch_threads() -> Finding:
     try:
         import torch
     except ImportError:
-        return Finding("torch", False, "not importable", 'pip install "torch>=2.4,<2.14"')
-    cuda = "CUDA available" if torch.cuda.is_available() else "CPU only (GPU cells will be skipped)"
-    return Finding("torch", True, f"{torch.__version__}, {torch.get_num_threads()} threads, {cuda}")
+        return Finding("torch", False, "not importable", f'pip install "{TORCH}" --index-url {CPU_INDEX}')
+    gpu = torch.cuda.is_available()
+    cuda = "CUDA available" if gpu else "CPU only (GPU cells will be skipped)"
+    detail = f"{torch.__version__}, {torch.get_num_threads()} threads, {cuda}"
+    if torch.version.cuda and not gpu:  # a +cuXXX wheel where no GPU can use it
+        return Finding(
+            "torch",
+            False,
+            f"{detail}; this is the CUDA build ({torch.version.cuda}) on a machine without a GPU: "
+            "several GB of NVIDIA libraries the course never uses, and importing it inside a "
+            "graded exercise can fail under the grader's memory cap",
+            f'pip install --force-reinstall "{TORCH}" --index-url {CPU_INDEX}',
+        )
+    return Finding("torch", True, detail)
+
+
+def _checkout() -> Finding:
+    from minitorch.course.syllabus import repo_root
+
+    try:
+        root = repo_root()
+    except FileNotFoundError as exc:
+        return Finding(
+            "course checkout",
+            False,
+            str(exc).split(";")[0],
+            'from a clone of the course: pip install -e ".[dev]", or run a2s inside the clone',
+        )
+    return Finding("course checkout", True, str(root))
 
 
 def _gloo() -> Finding:
@@ -114,7 +142,7 @@ def _kernel() -> Finding:
 
 def diagnose(start_kernel: bool = True) -> list[Finding]:
     """Run every probe; the kernel probe (about a second) can be skipped."""
-    found = [_python(), _torch_threads(), _gloo()]
+    found = [_python(), _checkout(), _torch_threads(), _gloo()]
     found += [_version(m) for m in ("numpy", "matplotlib", "nbval", "nbformat", "tqdm")]
     found += _machine()
     if start_kernel:

@@ -189,3 +189,33 @@ def test_table_keeps_whole_messages_wrapped() -> None:
     assert " ".join(" ".join(body).split()) == " ".join(message.split())
     assert body[-1].strip() == fix  # the message's own lines are kept
     assert all(line.startswith(" " * 11) for line in body)
+
+
+def test_doctor_warns_about_a_cuda_build_without_a_gpu_and_a_missing_checkout(
+    monkeypatch, tmp_path
+):
+    import torch
+
+    from minitorch.course import doctor, syllabus
+
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    found = doctor._torch_threads()
+    assert not found.ok and "CUDA build" in found.detail and "whl/cpu" in found.fix
+    monkeypatch.setattr(torch.version, "cuda", None)
+    assert doctor._torch_threads().ok
+    assert doctor._checkout().ok
+    monkeypatch.setattr(syllabus, "__file__", str(tmp_path / "a" / "b" / "syllabus.py"))
+    monkeypatch.chdir(tmp_path)
+    found = doctor._checkout()
+    assert not found.ok and "cannot find the course checkout" in found.detail
+
+
+def test_pyproject_and_doctor_name_the_same_torch():
+    import tomllib
+
+    from minitorch.course.doctor import TORCH
+    from minitorch.course.syllabus import repo_root
+
+    deps = tomllib.loads((repo_root() / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert TORCH in deps
