@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     s = sub.add_parser("list", help="labs, exercises, points, layers, topics")
+    s.add_argument("labs", nargs="*", metavar="LAB", help="lab numbers or names (default: all)")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.add_argument("--all", action="store_true", help="include planned labs without a notebook yet")
 

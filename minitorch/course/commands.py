@@ -46,10 +46,13 @@ def _options(args: argparse.Namespace) -> RunOptions:
 def cmd_list(args: argparse.Namespace) -> int:
     root = _root()
     rows: list[dict[str, Any]] = []
+    wanted = {_lab(key).number for key in getattr(args, "labs", None) or ()}
     for lab in LABS:
+        if wanted and lab.number not in wanted:
+            continue
         path = lab.solution_path(root)
         exs = exercises(read_notebook(path)) if path.exists() else []
-        if not exs and not args.all:
+        if not exs and not args.all and not wanted:
             continue
         rows.append({
             "lab": lab.number, "name": lab.name, "layer": lab.layer, "title": lab.title,
@@ -71,6 +74,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(
                 f"    {e['id']}  {e['title']:<52} {e['points']:g} pts  [{', '.join(e['topics'])}]"
             )
+    ready = [r for r in rows if r["available"]]
+    print(
+        f"{len(ready)} lab(s), {sum(len(r['exercises']) for r in ready)} exercises, "
+        f"{sum(r['points'] for r in ready):g} points"
+    )
     return 0
 
 

@@ -48,6 +48,7 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize(
     "argv",
     [["check", "99"], ["check", "00", "--notebook", "nowhere.ipynb"], ["bench", "nope"],
+     ["list", "99"],
      ["execute", "42"], ["report", "missing.json"]],
 )  # fmt: skip
 def test_bad_values_exit_2_with_message(
@@ -219,3 +220,13 @@ def test_pyproject_and_doctor_name_the_same_torch():
 
     deps = tomllib.loads((repo_root() / "pyproject.toml").read_text())["project"]["dependencies"]
     assert TORCH in deps
+
+
+def test_list_one_lab_and_the_course_total(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "18"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("18  Paged KV cache") and all(not ln.startswith("17") for ln in out)
+    assert out[-1].startswith("1 lab(s), 5 exercises,")
+    assert main(["list"]) == 0
+    ready = sum(lab.solution_path(repo_root()).exists() for lab in LABS)
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"{ready} lab(s), ")
