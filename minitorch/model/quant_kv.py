@@ -2,11 +2,14 @@
 
 Decoding reads the whole cache every step, so its bytes set the speed of long contexts. INT8
 halves them against FP16; a scale per (token, head) vector keeps the error at half a step of
-that vector's own range, and a new token never changes the scales of the old ones.
+that vector's own range, and a new token never changes the scales of the old ones. Keys and
+values are both quantized per token here, the simplest scheme; KVQuant quantizes values per
+token too, but keys per channel and before RoPE, where their outlier channels sit.
 
 Lab: 11_quantization
 Paper: Hooper et al., "KVQuant: Towards 10 Million Context Length LLM Inference with KV Cache
-Quantization", 2024 (per-token value quantization); Kwon et al., vLLM, SOSP 2023 (FP8/INT8 KV).
+Quantization", 2024 (per-token values; per-channel, pre-RoPE keys); Kwon et al., vLLM, SOSP
+2023 (FP8/INT8 KV).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The capstone's glue. :func:`quant_engine` builds lab 19's :class:`~minitorch.run
 Engine` around the tiny GPT with every linear weight rounded to INT8 per output channel (lab
 11, ``quantized_model(model, "int8")``) and its K/V stored in an :class:`Int8PagedKVCache`:
 lab 18's block layout with int8 entries and one float32 scale per (token, head), as lab 11's
-``Int8KVCache`` stores them contiguously. The model code is unchanged: attention reads
+``Int8KVCache`` stores them contiguously (keys as well as values per token; KVQuant, cited
+below, quantizes keys per channel, before RoPE). The model code is unchanged: attention reads
 ``cache.k[layer]``, here dequantized on the fly.
 
     engine = quant_engine(load_pretrained(), num_blocks=64, block_size=4, token_budget=32)

@@ -248,7 +248,7 @@ def test_server_rejects_fp32_mlp_only():
     [
         ("server_default_budget", "over the token budget"),
         ("server_default_seats", "over max_num_seqs"),
-        ("server_wall_clock", "pass cost to the Engine"),
+        ("server_wall_clock", "cost model passed"),
     ],
 )
 def test_server_holds_budget_seats_and_clock(name, match):

@@ -149,6 +149,21 @@ def server_truth_cache(model, num_blocks, block_size, token_budget, max_num_seqs
     return engine
 
 
+def server_subclass(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
+    """An Engine subclass whose run() would execute outside the check's guard."""
+    from minitorch.runtime.quant_serving import quant_engine
+
+    class Served(Engine):
+        def run(self, requests):
+            return quant_engine(model, num_blocks=num_blocks, block_size=block_size,
+                                token_budget=token_budget, max_num_seqs=max_num_seqs,
+                                cost=cost).run(requests)  # fmt: skip
+
+    engine = Served(model, num_blocks, block_size, token_budget, max_num_seqs, cost=cost)
+    engine.runner = build_server(model, num_blocks, block_size, token_budget, max_num_seqs).runner
+    return engine
+
+
 # --------------------------------------------------------------------------- 28.2 work
 def work_counts(requests, result):
     base_p = sum(r.max_new_tokens for r in requests)
@@ -466,11 +481,22 @@ ATTEMPTS = [
         "28.1", "token budget left at its default", lambda: S(server_default_budget), "token budget"
     ),
     wrong("28.1", "seats left at their default", lambda: S(server_default_seats), "max_num_seqs"),
-    wrong("28.1", "cost model not passed", lambda: S(server_wall_clock), "pass cost"),
+    wrong("28.1", "cost model not passed", lambda: S(server_wall_clock), "cost model passed"),
     cheat("28.1", "calls quant_engine", lambda: S(server_via_reference), "reference", REF),
     cheat("28.1", "the grader's int8_rows", lambda: S(server_via_truth), "reference", REF),
     cheat("28.1", "torch rounding", lambda: S(server_torch), "torch", FORBID),
-    cheat("28.1", "an FP32 cache renamed", lambda: S(server_truth_cache), "logits differ"),
+    cheat(
+        "28.1",
+        "an Engine subclass serving the reference",
+        lambda: S(server_subclass),
+        "not lab 19's Engine",
+    ),
+    cheat(
+        "28.1",
+        "an FP32 cache renamed",
+        lambda: S(server_truth_cache),
+        "not lab 19's Int8PagedKVCache",
+    ),
     honest("28.2", "closed forms", lambda: W(work_counts)),
     honest("28.2", "a token-by-token loop, numpy ints", lambda: W(work_counts_loop)),
     wrong("28.2", "baseline with a cache", lambda: W(work_cached_baseline), "WITH a KV cache"),

@@ -22,8 +22,12 @@ from minitorch.checks.cases import fresh
 from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader
 from minitorch.checks.lab28._truth import direct_generate
 from minitorch.model.checkpoint import load_pretrained
-from minitorch.runtime.engine import CostModel, Engine
-from minitorch.runtime.quant_serving import capstone_workload
+from minitorch.model.gpt import GPT
+from minitorch.runtime.block_manager import BlockManager
+from minitorch.runtime.engine import CostModel, Engine, batched_step
+from minitorch.runtime.paged_model import PagedGPT
+from minitorch.runtime.quant_serving import Int8PagedKVCache, capstone_workload
+from minitorch.runtime.scheduler import Scheduler
 
 __all__ = ["check_server", "serve_recording"]
 
@@ -41,6 +45,32 @@ def _on_int8_grid(w: np.ndarray, fp32: np.ndarray) -> bool:
     on_grid = np.abs(k - np.round(k)) <= 1e-3
     nearest = np.abs(w - fp32) <= scale * (0.5 + 1e-3)
     return bool(on_grid.all() and nearest.all() and np.abs(np.round(k)).max() <= 127)
+
+
+def _the_course_engine(engine: Any, cost: Any, label: str) -> None:
+    """The engine and what runs inside it are the course's own classes: serving then runs no
+    learner code outside the check's guard (a subclass's ``run`` or a custom step would)."""
+    parts = [
+        ("the engine", engine, Engine),
+        ("engine.runner", getattr(engine, "runner", None), PagedGPT),
+        ("engine.runner.model", getattr(getattr(engine, "runner", None), "model", None), GPT),
+        ("engine.runner.cache", getattr(getattr(engine, "runner", None), "cache", None),
+         Int8PagedKVCache),
+        ("engine.scheduler", getattr(engine, "scheduler", None), Scheduler),
+        ("engine.blocks", getattr(engine, "blocks", None), BlockManager),
+    ]  # fmt: skip
+    for what, obj, cls in parts:
+        if type(obj) is not cls:
+            raise CheckFailure(
+                f"[{label}] {what} is a {type(obj).__name__}, not lab 19's {cls.__name__}: "
+                "return the course's Engine, its runner a PagedGPT of the INT8 model over an "
+                "Int8PagedKVCache (no subclasses: their code would run outside the check)."
+            )
+    assert_true(
+        engine.step_fn is batched_step and engine.cost is cost,
+        f"[{label}] leave the Engine's step function as it is (lab 19's batched_step) and "
+        "give it the cost model passed to build_server.",
+    )
 
 
 def _weights_are_int8(engine: Any, fp32: dict[str, np.ndarray], label: str) -> None:
@@ -219,6 +249,7 @@ def check_server(build_server: Callable[..., Any]) -> str:
         model = load_pretrained()  # a fresh copy: what the learner does to it stays in this run
         fp32 = {k: np.array(v, np.float64) for k, v in model.state_dict().items()}
         engine = build_server(model, cost=cost, **config)
+        _the_course_engine(engine, cost, label)
         _weights_are_int8(engine, fp32, label)
         log: list[tuple[int, int, int]] = []
         result, rows = serve_recording(engine, reqs, log)
