@@ -57,7 +57,12 @@ def _read_vectors(got: Any, case: str) -> list[Vec]:
         for d in got
     )
     assert_true(ok, f"[{case}] return a list of tuples of ints, got {got!r}.")
-    return sorted({tuple(int(x) for x in d) for d in got})
+    vectors = [tuple(int(x) for x in d) for d in got]
+    assert_true(
+        vectors == sorted(set(vectors)),
+        f"[{case}] return the sorted list of distinct vectors (sorted(set(...))), got {vectors}.",
+    )
+    return vectors
 
 
 _DIST_MISTAKES = [

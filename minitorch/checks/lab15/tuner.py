@@ -17,12 +17,13 @@ landscape one time in four and the matmul one 44 times in 100: all five about 1 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 
 import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, plain, rng
+from minitorch.checks.harness import request, run_apart
 from minitorch.compiler.autotune import Config, matmul_space, miss_cost, model_misses
 from minitorch.hardware.cache import CacheConfig
 
@@ -77,48 +78,47 @@ def _diagnose(got: Config, calls: list[Config], land: Landscape, budget: int) ->
     return "Spend the budget on the configurations the model ranks best."
 
 
-_REPORT = object()
+def _key(c: Config) -> tuple[int, int, int, str]:
+    return (c.ti, c.tj, c.tk, c.order)
 
 
-def _oracle(true: dict[Config, float]) -> Generator[object, object, None]:
-    """The true costs behind ``measure``, counted; a generator, so that a learner's ``tune``
-    cannot read the table out of ``measure`` (its closure holds only the generator, whose
-    locals are reachable through ``gi_frame`` alone, which the sealed kernel vetoes)."""
-    calls: list[Config] = []
-    reply: object = None
-    while True:
-        c = yield reply
-        if c is _REPORT:
-            reply = tuple(calls)
-        elif type(c) is Config and c in true:
-            calls.append(c)
-            reply = float(true[c])
-        else:
-            reply = None
+def _measure(c: object) -> float:
+    """The learner's ``measure`` (in the learner's process): one request to the grader."""
+    if type(c) is not Config:
+        raise CheckFailure(f"measure() got {c!r}, not a configuration of the space.")
+    return float(request("measure", _key(c)))
+
+
+def _apart(tune: Callable[..., object], space: list[Config], model: dict[Config, float],
+           budget: int, case: str) -> object:  # fmt: skip
+    """In the learner's process: run ``tune``; its answer as a plain tuple."""
+    got = plain(tune(list(space), _measure, dict(model).__getitem__, budget), what="config",
+                case=case)  # fmt: skip
+    if type(got) is not Config:
+        return repr(got)[:80]
+    return _key(got)
 
 
 def _one(tune: Callable[..., object], land: Landscape, case: str) -> tuple[int, float]:
+    """``tune`` runs in a child process (:func:`~minitorch.checks.harness.run_apart`); each
+    ``measure`` is a request served here, where the true costs and the count of calls stay."""
     space, true, model = land
     budget = len(space) // 4
-    oracle = _oracle(true)
-    next(oracle)
-    send = oracle.send
+    by_key = {_key(c): c for c in space}
+    calls: list[Config] = []
 
-    def measure(c: object) -> float:
-        cost = send(c) if c is not _REPORT else None
-        if type(cost) is not float:
-            raise CheckFailure(f"[{case}] measure() got {c!r}, not a configuration of the space.")
-        return cost
+    def measure(key: object) -> float:
+        c = by_key.get(key) if type(key) is tuple else None
+        if c is None:
+            raise CheckFailure(f"[{case}] measure() got {key!r}, not a configuration of the space.")
+        calls.append(c)
+        return float(true[c])
 
-    got = plain(
-        tune(list(space), measure, dict(model).__getitem__, budget), what="config", case=case
-    )
-    report = send(_REPORT)
-    assert isinstance(report, tuple)
-    calls = list(report)
+    answer = run_apart(_apart, tune, space, model, budget, case, serve={"measure": measure})
+    got = by_key.get(answer) if type(answer) is tuple else None
     assert_true(
-        type(got) is Config and got in true,
-        f"[{case}] return one Config of the space (the best you measured), got {got!r}.",
+        got is not None,
+        f"[{case}] return one Config of the space (the best you measured), got {answer}.",
     )
     assert isinstance(got, Config)
     best = min(true.values())
