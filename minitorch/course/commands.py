@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,25 @@ def _bench_watch(args: argparse.Namespace) -> int:
     return 0
 
 
+BENCH_HEADER = (
+    "lab  figure (one thread)                                         value unit       vs what "
+    "it is read against\n     a ratio 'A / B' divides A's figure by B's: for times, above 1 "
+    "means A is slower"
+)
+_TARGET = re.compile(r"(?:target\s*)?(<=|>=|<|>|≤|≥)\s*([0-9.]+(?:e[-+]?\d+)?)")
+
+
+def missed_target(value: float, anchor: str) -> bool:
+    """True when ``anchor`` states a target (``target <= 2.0``, ``>= 0.67``) that ``value`` misses."""
+    match = _TARGET.search(anchor)
+    if match is None:
+        return False
+    op, bound = match.group(1), float(match.group(2))
+    ok = {"<=": value <= bound, "≤": value <= bound, "<": value < bound,
+          ">=": value >= bound, "≥": value >= bound, ">": value > bound}[op]  # fmt: skip
+    return not ok
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from minitorch.bench import load, one_thread
 
@@ -259,14 +279,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise UsageError(f"lab {number} registers no benchmarks (have: {', '.join(registry)})")
         registry = {number: registry[number]}
     figures = []
+    print(BENCH_HEADER)
     for lab, fns in registry.items():
         for fn in fns:
             with one_thread():
                 for fig in fn():
                     fig.lab = lab
                     figures.append(fig)
+                    miss = "   ✘ misses the target" if missed_target(fig.value, fig.anchor) else ""
                     print(
                         f"[{lab}] {fig.name:<52} {fig.value:>12.4g} {fig.unit:<10} vs {fig.anchor}"
+                        f"{miss}"
                     )
     if args.json:
         Path(args.json).write_text(

@@ -230,3 +230,12 @@ def test_list_one_lab_and_the_course_total(capsys: pytest.CaptureFixture[str]) -
     assert main(["list"]) == 0
     ready = sum(lab.solution_path(repo_root()).exists() for lab in LABS)
     assert capsys.readouterr().out.splitlines()[-1].startswith(f"{ready} lab(s), ")
+
+
+@pytest.mark.parametrize(
+    ("value", "anchor", "missed"),
+    [(3.094, "<= 2", True), (1.9, "target <= 2.0", False), (0.5, ">= 0.67 of gloo", True),
+     (1.33, "one extra forward ~ 1.33", False), (5.0, "torch eager = 1.0", False)],
+)  # fmt: skip
+def test_bench_flags_a_missed_target(value, anchor, missed):
+    assert commands.missed_target(value, anchor) is missed
