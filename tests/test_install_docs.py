@@ -41,3 +41,14 @@ def test_readme_and_student_guide_give_the_same_two_commands():
 def test_the_grading_image_installs_the_same_torch():
     docker = (ROOT / "Dockerfile").read_text()
     assert f'pip install "{_torch_requirement()}" {CPU_INDEX}' in docker
+
+
+def test_what_the_readme_tells_a_learner_to_write_is_ignored_by_git():
+    import subprocess
+
+    readme = (ROOT / "README.md").read_text()
+    written = sorted(set(re.findall(r"--(?:json|png|junit) ([\w./-]+)", readme)))
+    assert written, "the README names no output file"
+    for path in written:
+        ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, check=False)
+        assert ignored.returncode == 0, f"{path} would land untracked in the checkout"
