@@ -38,6 +38,9 @@ _BLOCKS = (
     f"{_R}:assign_slots",
     f"{_R}:router_probs",
     "minitorch.model.moe:MoE",
+    "minitorch.parallel.expert:global_positions",  # lab 26: the slots, over ranks
+    f"{__name__}:loop_top_k",  # the grader's own ground truth
+    f"{__name__}:loop_slots",
 )
 
 
@@ -104,6 +107,11 @@ def _gating_cases() -> list[tuple[str, np.ndarray, int]]:
         ),
         ("a tie: experts 0 and 2 equal", np.array([[1.0, 0.0, 1.0], [0.0, 2.0, 2.0]]), 2),
         ("logits of 1e3 (overflow without the shift)", np.array([[1e3, 999.0, -1e3]]), 2),
+        (
+            "rows far apart: one near 1e3, one all near -1e3 (a shift per row)",
+            np.array([[1e3, 999.0, 998.0], [-1e3, -1001.0, -1003.0]]),
+            2,
+        ),
         ("top-3 of 8", np.random.default_rng(101).standard_normal((16, 8)) * 3, 3),
     ]
     g = fresh_rng("10.1")
