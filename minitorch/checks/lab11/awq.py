@@ -21,7 +21,11 @@ from minitorch.checks.lab11.truth import outlier_inputs, rel_error, rtn
 _USES = ("11.1", "quantize_groups", "minitorch.model.quant:quantize_groups")
 __all__ = ["check_awq_scales"]
 
-_BLOCKS = tuple(f"minitorch.model.quant_awq:{n}" for n in ("awq", "awq_scales", "scaled_rtn"))
+_BLOCKS = tuple(
+    f"minitorch.model.quant_awq:{n}" for n in ("awq", "awq_scales", "scaled_rtn")
+) + tuple(
+    f"minitorch.checks.lab11.truth:{n}" for n in ("quantize_loop", "dequant", "rtn", "rel_error")
+)  # the lab's own ground truth
 _RATIO = 0.7
 _SEARCH = (
     "Search s = mean|x_j|^alpha for alpha in [0, 1) (alpha = 0 is plain RTN), quantize W * s, "

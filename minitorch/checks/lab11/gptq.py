@@ -21,9 +21,14 @@ from minitorch.checks.lab11.truth import correlated_inputs, rel_error, rtn
 _USES = ("11.1", "quantize_groups", "minitorch.model.quant:quantize_groups")
 __all__ = ["check_gptq"]
 
-_BLOCKS = tuple(f"minitorch.model.quant_gptq:{n}" for n in ("gptq", "quantize_on")) + tuple(
-    f"minitorch.model.quant:{n}" for n in ("rtn",)
-)
+_BLOCKS = (
+    tuple(f"minitorch.model.quant_gptq:{n}" for n in ("gptq", "quantize_on"))
+    + tuple(f"minitorch.model.quant:{n}" for n in ("rtn",))
+    + tuple(
+        f"minitorch.checks.lab11.truth:{n}"
+        for n in ("quantize_loop", "dequant", "rtn", "rel_error")
+    )
+)  # the lab's own ground truth
 _FEEDBACK = (
     "Your error is no better than round-to-nearest: after quantizing column i, spread its "
     "error over the columns not yet quantized, W[:, i+1:] -= outer((w_i - q_i) / U[i, i], "

@@ -19,14 +19,21 @@ from minitorch.checks.lab11.truth import outlier_inputs
 
 __all__ = ["check_smooth_scales"]
 
-_BLOCKS = tuple(
-    f"minitorch.model.quant_smooth:{n}" for n in ("smooth_scales", "smoothquant_matmul")
+_BLOCKS = (
+    "minitorch.model.quant_smooth:smooth_scales",
+    "minitorch.model.quant_smooth:smoothquant_matmul",
+    f"{__name__}:_w8a8",
 )
 _FORM = (
     "s_j = max|X_j|^alpha / max|W_j|^(1 - alpha): alpha on the activations' range, 1 - alpha "
     "on the weights'; the layer then runs on x / s and W * s."
 )
 _SWAPPED = "The exponents are swapped: alpha goes on the activations, 1 - alpha on the weights."
+_ROLES = (
+    "X and W are swapped: the activations' range max|X_j|^alpha is the numerator, the "
+    "weights' max|W_j|^(1 - alpha) the denominator."
+)
+_SAME = "The weights' range takes the exponent 1 - alpha, not alpha: max|W_j|^(1 - alpha)."
 _INVERTED = "Inverted: s must grow with the activation range (x is divided by s)."
 
 
@@ -50,8 +57,12 @@ def check_smooth_scales(smooth_scales: Callable[..., Any]) -> str:
     for label, alpha in (("alpha = 0.8", 0.8), ("alpha = 0.5", 0.5), ("alpha = 0.25", 0.25)):
         got = np.asarray(plain(smooth_scales(xa.copy(), wa.copy(), alpha), case=label), float)
         want = xa**alpha / wa ** (1 - alpha)
-        if got.shape == want.shape and np.allclose(got, wa**alpha / xa ** (1 - alpha)):
+        if got.shape == want.shape and np.allclose(got, xa ** (1 - alpha) / wa**alpha):
             hint = _SWAPPED
+        elif got.shape == want.shape and np.allclose(got, wa**alpha / xa ** (1 - alpha)):
+            hint = _ROLES
+        elif got.shape == want.shape and np.allclose(got, (xa / wa) ** alpha):
+            hint = _SAME
         elif got.shape == want.shape and np.allclose(got, 1 / want):
             hint = _INVERTED
         else:
