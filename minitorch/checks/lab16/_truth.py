@@ -25,11 +25,13 @@ def program_times(
     host_waits: bool = False,
     record_host: bool = False,
     host_back: bool = False,
+    wait_sets: bool = False,
 ) -> list[tuple[float, float]]:
     """(start, end) of every op: FIFO per stream, events, host syncs (or a known mistake:
     ``host_waits`` makes a wait block the host, ``record_host`` times an event at the host's
     clock instead of the end of its stream's work, ``host_back`` sets the host's clock to the
-    synchronised stream's end even when that is earlier)."""
+    synchronised stream's end even when that is earlier, ``wait_sets`` sets the stream's
+    clock to the event's time even when the stream is busy later)."""
     free: dict[str, float] = {}
     marks: dict[str, float] = {}
     host = 0.0
@@ -43,7 +45,9 @@ def program_times(
         elif ins[0] == "record":
             marks[ins[2]] = host if record_host else max(free.get(lane, 0.0), host)  # type: ignore[arg-type]
         elif ins[0] == "wait" and waits:
-            free[lane] = max(free.get(lane, 0.0), marks[ins[2]])  # type: ignore[index,arg-type]
+            free[lane] = (  # type: ignore[index]
+                marks[ins[2]] if wait_sets else max(free.get(lane, 0.0), marks[ins[2]])  # type: ignore[arg-type]
+            )
             if host_waits:
                 host = max(host, marks[ins[2]])
         elif ins[0] == "sync" and syncs:

@@ -153,7 +153,18 @@ _PREDICT_HINTS = [
 ]
 
 
-@grader("16.3", blocks=(f"{_R}:exposed_uniform", f"{__name__}:_exposed", *_TRUTH))
+@grader(
+    "16.3",
+    blocks=(
+        f"{_R}:exposed_uniform",
+        f"{_R}:overlap_step",
+        f"{_R}:allreduce_intervals",
+        f"{_R}:make_buckets",
+        "minitorch.runtime.streams:Device",
+        f"{__name__}:_exposed",
+        *_TRUTH,
+    ),
+)
 def check_predict_exposed(predict_exposed: Callable[..., Any]) -> str:
     """Exercise 16.3: exposed all-reduce time for L equal layers, k layers per bucket."""
     cases = list(_TEACH_3)

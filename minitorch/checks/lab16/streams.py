@@ -97,6 +97,11 @@ _HINTS: list[tuple[dict[str, Any], str]] = [
         "the end of the synchronised stream(s).",
     ),
     (
+        dict(wait_sets=True),
+        "A wait never moves a stream back: after `wait(stream, event)` the stream is free at "
+        "the later of its own last op's end and the event's time (max, not the event's time).",
+    ),
+    (
         dict(syncs=False),
         "After `sync` the host has waited: ops issued later cannot start "
         "before the host's clock (the end of the synchronised stream(s)).",
