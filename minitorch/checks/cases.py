@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from minitorch.checks.core import grading_seed, plain
+from minitorch.checks.core import case_label, grading_seed, plain
 from minitorch.checks.errors import CheckFailure
 
 __all__ = ["Case", "Mistake", "fresh", "fresh_run", "run_cases"]
@@ -123,7 +123,9 @@ def run_cases(
         # the expected answer first, and a copy of it: a student who changes the case's arrays
         # in place must not change what they are compared with
         want = _snapshot(case.want())
-        got = plain(student(*case.args), what=what, case=case.label)
+        with case_label(case.label):  # an error the student's code raises names the case
+            answer = student(*case.args)
+        got = plain(answer, what=what, case=case.label)
         got = read(got, case.label) if read is not None else got
         try:
             ok = bool(same(got, want))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -37,7 +38,7 @@ from minitorch.checks.errors import (
     ReferenceCalledError,
     StudentError,
 )
-from minitorch.checks.guard import _CALLS, blocked, reference_called, resolve
+from minitorch.checks.guard import _CALLS, blocked, reference_called, resolve, truth_blocked
 from minitorch.checks.values import assert_bits_equal, assert_close, assert_true, fmt_bytes, plain
 from minitorch.checks.watch import Watch
 
@@ -51,6 +52,7 @@ __all__ = [
     "assert_close",
     "assert_true",
     "blocked",
+    "case_label",
     "fmt_bytes",
     "fresh_rng",
     "grader",
@@ -62,6 +64,18 @@ __all__ = [
 
 DEFAULT_FORBID: tuple[str, ...] = ("torch",)
 _PASSED: dict[str, bool] = {}  # exercise -> did its last check pass (in this kernel)
+_CASE = threading.local()  # .label: the case running now on this thread (see case_label)
+
+
+@contextmanager
+def case_label(label: str) -> Iterator[None]:
+    """Name the case the student's code runs on: an error it raises then says ``[label]``."""
+    before = getattr(_CASE, "label", None)
+    _CASE.label = label
+    try:
+        yield
+    finally:
+        _CASE.label = before
 
 
 def _describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -85,22 +99,27 @@ class _Guarded:
     exercise: str
     blocks: tuple[str, ...]
     forbid: tuple[str, ...] = DEFAULT_FORBID
+    allow: tuple[str, ...] = ()  # names of a blocked module that stay allowed
     calls: int = 0
     seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     watch: Watch | None = None  # built at the first call (before any guard swaps code)
 
+    @property
+    def lab(self) -> str:
+        return self.exercise.split(".")[0]
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
         start = len(_CALLS)
         if self.watch is None:
-            self.watch = Watch(self.forbid, self.blocks)
+            self.watch = Watch(self.forbid, self.blocks, self.allow)
             self.watch.scan(self.fn)
         watch = self.watch
         watch.hits.clear()
         t0 = time.perf_counter()
         try:
-            with blocked(self.blocks), watch.active():
+            with blocked(self.blocks, self.allow), truth_blocked(self.lab), watch.active():
                 result = self.fn(*args, **kwargs)
         except (CheckFailure, StudentError):
             if watch.hits:  # raise the first forbidden call, whatever the student did after
@@ -115,9 +134,11 @@ class _Guarded:
                 reference_called(_CALLS[-1])
             described = _describe(args, kwargs)
             called = f" (called with {described})" if described else ""
+            label = getattr(_CASE, "label", None)
+            case = f" [{label}]" if label else ""
             raise StudentError(
-                f"Exercise {self.exercise}: your function raised {type(exc).__name__}: {exc}"
-                f"{called}"
+                f"Exercise {self.exercise}{case}: your function raised {type(exc).__name__}: "
+                f"{exc}{called}"
             ) from exc
         finally:
             self.seconds += time.perf_counter() - t0
@@ -133,9 +154,10 @@ def guarded(
     exercise: str,
     blocks: Sequence[str],
     forbid: Sequence[str] = DEFAULT_FORBID,
+    allow: Sequence[str] = (),
 ) -> Callable[..., Any]:
     """Wrap ``fn`` (e.g. a method of a student's class) so it runs guarded like a check's."""
-    return _Guarded(fn, exercise, tuple(blocks), tuple(forbid))
+    return _Guarded(fn, exercise, tuple(blocks), tuple(forbid), tuple(allow))
 
 
 @contextmanager
@@ -173,20 +195,24 @@ def grader(
     blocks: Sequence[str] = (),
     forbid: Sequence[str] = DEFAULT_FORBID,
     uses: Sequence[tuple[str, str, str]] = (),
+    allow: Sequence[str] = (),
 ) -> Callable[..., Callable[..., None]]:
     """Turn ``body(student, ...) -> str`` into a check-cell entry point for ``exercise``.
 
     The body gets the student's callable(s) guarded; it raises :class:`CheckFailure` on a wrong
     answer and returns a one-line summary with a cost figure, printed on success.
 
-    * ``blocks``: reference entry points (``"pkg.module:name"``) that raise when called.
+    * ``blocks``: reference entry points (``"pkg.module:name"``) that raise when called; a
+      bare module (``"pkg.module"``) blocks every public function and class defined in it,
+      less the names in ``allow``. The graders' own ground truth (every grader module) is
+      blocked for the student's code by default (:func:`~minitorch.checks.guard.truth_blocked`).
     * ``forbid``: modules or functions (``"torch"``, ``"numpy.linalg"``, ``"numpy:convolve"``)
       that may not be called anywhere in the student's call tree while it runs.
     * ``uses``: earlier exercises this one builds on, as ``(exercise, name, reference)``: when
       ``exercise`` has not passed in this kernel, the student's global ``name`` is replaced by
       ``reference`` for the check, and the message says so (one mistake costs one exercise).
     """
-    blocks, forbid, uses = tuple(blocks), tuple(forbid), tuple(uses)
+    blocks, forbid, uses, allow = tuple(blocks), tuple(forbid), tuple(uses), tuple(allow)
 
     def decorate(body: Callable[..., str]) -> Callable[..., None]:
         @functools.wraps(body)
@@ -195,7 +221,7 @@ def grader(
                 _check_callables(exercise, students)
                 with ExitStack() as stack:
                     notes = stack.enter_context(_substituted(students, uses))
-                    wrapped = [_Guarded(s, exercise, blocks, forbid) for s in students]
+                    wrapped = [_Guarded(s, exercise, blocks, forbid, allow) for s in students]
                     try:
                         summary = body(*wrapped, **kwargs)
                     except CheckFailure as exc:
@@ -217,6 +243,7 @@ def grader(
         check.blocks = blocks  # type: ignore[attr-defined]
         check.forbid = forbid  # type: ignore[attr-defined]
         check.uses = uses  # type: ignore[attr-defined]
+        check.allow = allow  # type: ignore[attr-defined]
         return check
 
     return decorate

@@ -53,8 +53,12 @@ def profiler(watch: Watch, full: bool) -> Profile:
 
     def hit(name: str) -> None:
         hits.append(name)
+        # the sealed kernel hears this: CPython removes a profile hook that raises, and that
+        # removal is the watch's doing, not the student's (minitorch.course.sealed)
+        audit("a2s.watch.hit")
         raise_hit(hits[0], references)
 
+    audit = sys.audit
     reference_files = {path for path, _ in codes}
     real: dict[str, str] = {}
     kinds: dict[str, int] = {}  # filename -> bit 1: forbidden module, bit 2: has a reference
@@ -86,27 +90,34 @@ def profiler(watch: Watch, full: bool) -> Profile:
                 caller = frame.f_back
                 up = caller.f_code.co_filename if caller is not None else None
                 if up is None or not (kinds.get(up) or kind_of(up)) & 1:
-                    hit(f"{frame.f_globals.get('__name__', '?')}.{code.co_qualname}")
+                    module = frame.f_globals.get("__name__", "?")
+                    # a module's body runs when it is imported: name the import
+                    hit(f"import {module}" if code.co_name == "<module>" else
+                        f"{module}.{code.co_qualname}")  # fmt: skip
         elif event == "c_call":
             for obj, name in builtins:  # by identity: no hashing, no id() audit event
                 if arg is obj:
                     hit(name)
             if owners:
-                owner = getattr(arg, "__module__", None)
-                if owner is None:
-                    inst = getattr(arg, "__self__", None)
-                    owner = (
-                        inst.__name__
-                        if isinstance(inst, types.ModuleType)
-                        else type(inst).__module__
-                    )
-                bad = owned.get(owner)
-                if bad is None:
-                    bad = owned[owner] = bool(owner) and any(
-                        owner == o or owner.startswith(o + ".") for o in owners
-                    )
-                if bad:
-                    hit(f"{owner}.{getattr(arg, '__qualname__', arg)}")
+                here = frame.f_code.co_filename
+                inside = kinds.get(here)
+                if inside is None:
+                    inside = kind_of(here)
+                if not inside & 1:  # a forbidden module's own C calls: its entry was counted
+                    owned_hit(arg)
+
+    def owned_hit(arg: Any) -> None:
+        owner = getattr(arg, "__module__", None)
+        if owner is None:
+            inst = getattr(arg, "__self__", None)
+            owner = inst.__name__ if isinstance(inst, types.ModuleType) else type(inst).__module__
+        bad = owned.get(owner)
+        if bad is None:
+            bad = owned[owner] = bool(owner) and any(
+                owner == o or owner.startswith(o + ".") for o in owners
+            )
+        if bad:
+            hit(f"{owner}.{getattr(arg, '__qualname__', arg)}")
 
     return profile
 
@@ -120,7 +131,10 @@ def raise_hit(name: str, references: set[str]) -> None:
 
 
 def forbidden_message(name: str) -> str:
-    """The teaching message for a forbidden call of ``name``."""
+    """The teaching message for a forbidden call of ``name`` (``"import torch"``: an import)."""
+    imported = name.startswith("import ")
+    if imported:
+        name = name[len("import ") :]
     if name.startswith("torch"):
         why = (
             "torch is the grader's ground truth, and this exercise asks you to write the "
@@ -131,6 +145,7 @@ def forbidden_message(name: str) -> str:
     else:
         why = "this exercise asks you to write what that routine does"
     return (
-        f"your code called `{name}`, which this exercise forbids: {why}. "
+        f"your code {'imported' if imported else 'called'} `{name}`, which this exercise "
+        f"forbids: {why}. "
         "Use numpy's basic array operations and plain Python instead."
     )

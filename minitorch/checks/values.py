@@ -8,13 +8,14 @@ numpy scalars and arrays. An object that decides its own equality (an ``int`` su
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from minitorch.checks.errors import CheckFailure
 
-__all__ = ["assert_bits_equal", "assert_close", "assert_true", "fmt_bytes", "plain"]
+__all__ = ["assert_bits_equal", "assert_close", "assert_true", "chosen_hint", "fmt_bytes", "plain"]
 
 
 _PLAIN_SCALARS = (bool, int, float, complex, str, bytes, type(None))
@@ -94,19 +95,22 @@ def assert_close(
     rtol: float = 1e-6,
     atol: float = 1e-8,
     what: str = "result",
-    hint: str = "",
+    hint: Hint = "",
 ) -> float:
     """Compare arrays with ``|a - e| <= atol + rtol |e|``; return the max abs error.
 
     On failure the message names the case, both shapes, the max error, the first mismatch and
-    the hint (what this mistake usually means).
+    the hint. A string hint is shown on every mismatch: let it restate the rule, never guess
+    a cause. To name a mistake, pass ``hint(got, want) -> str`` that matches the answer
+    against the modelled mistake and returns ``""`` when none matches (:func:`chosen_hint`).
     """
     a = _as_array(actual, what, case)
     e = _as_array(expected, what, case)
     if a.shape != e.shape:
+        shown = chosen_hint(hint, a, e)
         raise CheckFailure(
             f"[{case}] {what} has shape {a.shape}, expected {e.shape}."
-            + (f" {hint}" if hint else "")
+            + (f" {shown}" if shown else "")
         )
     a64 = a.astype(np.float64)
     e64 = e.astype(np.float64)
@@ -118,18 +122,22 @@ def assert_close(
     max_err = float(np.nanmax(np.where(np.isnan(err), np.inf, err))) if err.size else 0.0
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
+        shown = chosen_hint(hint, a, e)
         raise CheckFailure(
             f"[{case}] {what} differs in {int(bad.sum())} of {bad.size} entries "
             f"(max abs error {max_err:.3g}, rtol={rtol:g}, atol={atol:g}); first at {_where(idx)}: "
-            f"got {a64[idx].item()!r}, expected {e64[idx].item()!r}." + (f" {hint}" if hint else "")
+            f"got {a64[idx].item()!r}, expected {e64[idx].item()!r}."
+            + (f" {shown}" if shown else "")
         )
     return max_err
 
 
 def assert_bits_equal(
-    actual: Any, expected: Any, *, case: str, what: str = "bit patterns", hint: str = ""
+    actual: Any, expected: Any, *, case: str, what: str = "bit patterns", hint: Hint = ""
 ) -> None:
-    """Require exact equality (integers, bit patterns); show the first mismatch in hex."""
+    """Require exact equality (integers, bit patterns); show the first mismatch in hex.
+
+    ``hint``: as in :func:`assert_close` (a callable chooses it by matching the answer)."""
     a = _as_array(actual, what, case)
     e = _as_array(expected, what, case)
     if a.shape != e.shape:
@@ -141,11 +149,25 @@ def assert_bits_equal(
         idx = tuple(np.argwhere(bad)[0])
         width = max(2, e.dtype.itemsize * 2) if e.dtype.kind in "iu" else 0
         show = (lambda v: f"0x{int(v):0{width}x}") if width else repr
+        shown = chosen_hint(hint, a, e)
         raise CheckFailure(
             f"[{case}] {what} differ in {int(bad.sum())} of {bad.size} entries; first at "
             f"{_where(idx)}: got {show(a[idx])}, expected {show(e[idx])}."
-            + (f" {hint}" if hint else "")
+            + (f" {shown}" if shown else "")
         )
+
+
+Hint = str | Callable[[np.ndarray, np.ndarray], str]  # a rule, or a matcher of mistakes
+
+
+def chosen_hint(hint: Hint, got: np.ndarray, want: np.ndarray) -> str:
+    """The hint to show: a string as is; a callable's answer for (got, want), "" if it fails."""
+    if not callable(hint):
+        return hint
+    try:
+        return str(hint(got, want) or "")
+    except (TypeError, ValueError, ArithmeticError, IndexError):
+        return ""
 
 
 def assert_true(condition: bool, message: str) -> None:

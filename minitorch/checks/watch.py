@@ -30,7 +30,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from minitorch.checks.guard import _stub, functions_of, resolve
+from minitorch.checks.guard import _stub, expand, functions_of, resolve
 from minitorch.checks.profiler import (
     Profile,
     forbidden_message,
@@ -67,6 +67,7 @@ class Watch:
 
     forbid: Sequence[str]
     blocks: Sequence[str]
+    allow: Sequence[str] = ()  # names of a blocked module that stay allowed
     torch: bool = False  # torch is forbidden
     files: tuple[str, ...] = ()  # forbidden module files and folders (besides torch)
     owners: tuple[str, ...] = ()  # forbidden module names, for C functions
@@ -99,8 +100,8 @@ class Watch:
             else:
                 owners.append(module)
                 files.extend(filter(None, [module_path(module)]))
-        for target in self.blocks:
-            for fn in functions_of(resolve(target)):
+        for obj in expand(self.blocks, self.allow):
+            for fn in functions_of(obj):
                 if fn.__code__.co_name == _stub.__code__.co_name:
                     continue  # already swapped by an enclosing guard
                 name = f"{fn.__module__}.{fn.__qualname__}"
@@ -178,7 +179,7 @@ class Watch:
                         break
                 threading.setprofile(_THREAD_HOOKS[-1] if _THREAD_HOOKS else _THREAD_BASE[0])
                 if self.torch and not had_torch and "torch" in sys.modules:
-                    self.hits.append("torch (imported during the check)")
+                    self.hits.append("import torch")
 
 
 def _held(obj: Any) -> list[Any]:

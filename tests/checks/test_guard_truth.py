@@ -1,0 +1,147 @@
+"""Blocking by default: the graders' ground truth, whole modules, handouts, case labels."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import minitorch.checks.lab00 as lab00
+from minitorch.checks import guard
+from minitorch.checks.cases import Case, run_cases
+from minitorch.checks.core import (
+    CheckFailure,
+    ReferenceCalledError,
+    StudentError,
+    grader,
+    guarded,
+)
+from minitorch.checks.lab01 import summation
+from minitorch.checks.profiler import forbidden_message
+
+
+def test_the_graders_truth_is_blocked_for_the_student_only(capsys) -> None:
+    def cheat(m, n, k):  # the grader's own counted loop
+        return lab00._counted_flops(m, n, k) if m < 100 else 2 * m * n * k
+
+    with pytest.raises(ReferenceCalledError, match=r"lab00\._counted_flops"):
+        lab00.check_matmul_flops(cheat)
+
+    def through_a_helper(x):  # through a checks helper: still the student's call
+        from minitorch.checks.compare import call
+
+        return call(summation._kahan_loop, x)
+
+    with pytest.raises(ReferenceCalledError, match="_kahan_loop"):
+        guarded(through_a_helper, "01.4", ())(np.ones(3, np.float32))
+    lab00.check_matmul_flops(lambda m, n, k: 2 * m * n * k)  # the grader calls it freely
+    assert "passed" in capsys.readouterr().out
+    assert lab00._counted_flops(2, 3, 4) == 48  # and outside a check it is callable
+    assert summation._kahan_loop.__code__.co_name == "_kahan_loop"  # restored
+
+
+def test_what_the_grader_hands_over_stays_callable() -> None:
+    # a grader-module function passed as an argument is a handout; an instance's methods too
+    def student(f, twin):
+        return f(2, 3, 4) + twin.elements()
+
+    class Twin:  # stands for a grader class handed to the student
+        def elements(self):
+            return 1
+
+    Twin.__module__ = "minitorch.checks.lab00"
+    assert guarded(student, "00.1", ())(lab00._counted_flops, Twin()) == 49
+
+    def keeps_it(f):
+        return lab00._counted_flops(1, 1, 1)  # not the function it was handed
+
+    with pytest.raises(ReferenceCalledError):
+        guarded(keeps_it, "00.1", ())(lab00._triple)
+
+
+def test_handout_is_for_the_defining_module_only() -> None:
+    with pytest.raises(TypeError, match="only the module that defines"):
+        guard.handout(lab00._counted_flops)
+    module = types.ModuleType("minitorch.checks.lab99")
+    sys.modules[module.__name__] = module
+    try:
+        exec(
+            "from minitorch.checks.guard import handout\n"
+            "@handout\n"
+            "class Device:\n"
+            "    def load(self, i):\n"
+            "        return _secret(i)\n"
+            "def _secret(i):\n"
+            "    return i + 1\n"
+            "def make():\n"
+            "    return Device()\n",
+            module.__dict__,
+        )
+
+        def student(make_device):
+            return make_device().load(1)  # a handout returned by a handout
+
+        assert guarded(student, "99.1", ())(module.make) == 2
+
+        def cheat(make_device):
+            return module._secret(1)
+
+        with pytest.raises(ReferenceCalledError, match=r"lab99\._secret"):
+            guarded(cheat, "99.1", ())(module.make)
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_a_module_target_blocks_every_public_name_but_the_allowed() -> None:
+    from minitorch.numerics import summation as ref
+
+    @grader("01.4", blocks=("minitorch.numerics.summation",), allow=("pairwise_sum", "naive_sum"))
+    def check(student) -> str:
+        return str(student())
+
+    with pytest.raises(ReferenceCalledError, match="kahan_sum"):
+        check(lambda: ref.kahan_sum(np.ones(3, np.float32)))
+    check(lambda: ref.pairwise_sum(np.ones(3, np.float32)))  # allowed by name
+    assert check.allow == ("pairwise_sum", "naive_sum")
+
+
+def test_an_error_of_the_students_code_names_the_case() -> None:
+    cases = [Case("n=3, first", (3,), 3), Case("n=0, empty", (0,), 0)]
+    with pytest.raises(StudentError, match=r"Exercise 00.1 \[n=0, empty\]: your function raised"):
+        run_cases(guarded(lambda n: n // n * n, "00.1", ()), cases, message=lambda *a: "x")
+
+
+def test_a_forbidden_import_is_named_as_an_import() -> None:
+    message = forbidden_message("import torch.distributed")
+    assert message.startswith("your code imported `torch.distributed`, which this exercise")
+    assert "_add_docstr" not in message
+    assert forbidden_message("math:fsum").startswith("your code called `math:fsum`")
+    assert isinstance(ReferenceCalledError("x"), CheckFailure)
+
+
+def test_importing_a_forbidden_module_is_reported_as_the_import() -> None:
+    sys.modules.pop("email.mime.audio", None)
+
+    def student():
+        import email.mime.audio  # noqa: F401 - its module body runs now, inside the check
+
+        return 1
+
+    with pytest.raises(CheckFailure, match=r"your code imported `email\.mime\.audio`"):
+        guarded(student, "99.1", (), forbid=("email.mime",))()
+
+
+def test_a_hint_can_be_chosen_by_matching_the_answer() -> None:
+    from minitorch.checks.values import assert_close
+
+    def doubled(got, want):
+        return "You doubled it." if np.allclose(got, 2 * want) else ""
+
+    want = np.array([1.0, 2.0])
+    with pytest.raises(CheckFailure, match="You doubled it"):
+        assert_close(2 * want, want, case="c", hint=doubled)
+    with pytest.raises(CheckFailure) as caught:
+        assert_close(want + 1, want, case="c", hint=doubled)
+    assert "doubled" not in str(caught.value)  # another mistake: no hint by default
