@@ -13,13 +13,20 @@
    anything the notebook can register) that
    * vetoes and records tampering by student code: swapping a course function's code,
      reading it during a check, creating functions or code objects, ``gc`` introspection,
-     frame access during a guarded call, profilers and tracers other than the guard's,
-     ``ctypes``, ``exec``/``compile`` from a notebook cell, opening the verdict file or
-     ``/proc/*/mem``;
+     reading a frame of the course's code (or one below it) from the student's code or code
+     it calls, profilers and tracers other than the guard's, ``ctypes``, ``exec``/``compile``
+     from a notebook cell, opening the verdict file or ``/proc/*/mem``;
    * on the event ``a2s.verdict`` raised by the genuine check wrapper (checked by code
      identity of the two calling frames), compares the world with the snapshot and writes
      one line ``{seq, exercise, status, message}`` signed with HMAC-SHA256 to the verdict
-     file. After any tampering every later verdict says ``tampered``.
+     file. A vetoed attempt makes the next verdict (the exercise it was made for) say
+     ``tampered``, and only that one; a change to the grader that is still there (found by
+     comparing with the snapshot) makes every later verdict say ``tampered``.
+
+Frame rules hold on every thread: code called by the student's (stdlib, libraries: typing,
+sympy's imports) may read the frames of the student's own part of the stack, from the
+accessing frame down to the first course frame, and no frame beyond it. A forked child
+(the harness's ranks) keeps the hook and its rules, and cannot sign a verdict.
 
 The key lives only inside an OpenSSL HMAC object referenced by the hook's closure, which
 no Python code can reach without ``gc`` (vetoed). Where the line is: code that patches
@@ -49,6 +56,7 @@ _STUDENT = (
 
 def _install(config: dict, verdict_fd: int) -> None:
     """Build the snapshot and install the hook; nothing it holds is reachable afterwards."""
+    import _thread
     import hmac
     import importlib
     import json
@@ -67,6 +75,7 @@ def _install(config: dict, verdict_fd: int) -> None:
     core = importlib.import_module("minitorch.checks.core")
     watch = importlib.import_module("minitorch.checks.watch")
     guard = importlib.import_module("minitorch.checks.guard")
+    profiler = importlib.import_module("minitorch.checks.profiler")
     names = [m for m in sys.modules if m.split(".")[0] in _PREFIXES or m in _EXTRA]
     mods, funcs, classes = snapshot([sys.modules[m] for m in names if sys.modules.get(m)])
     protected = frozenset(id(f[0]) for f in funcs)
@@ -74,15 +83,26 @@ def _install(config: dict, verdict_fd: int) -> None:
     wrapper_code = core.grader("00.0")(lambda s: "").__code__  # every check wrapper's code
     guard_code = core._Guarded.__call__.__code__
     blocked_code = guard.blocked.__wrapped__.__code__
+    keeper_code = guard._keeper.__code__  # the guard's own code swaps: blocked, the keeper
+    truth_modules, handouts, handed_out = (
+        guard.TRUTH_MODULES,
+        guard._HANDOUTS,
+        frozenset(guard._HANDOUTS),
+    )  # what the default blocking of the graders' truth depends on (not callables)
     watch_code = watch.Watch.active.__wrapped__.__code__
     mac = hmac.new(bytes.fromhex(config["key"]), digestmod="sha256")
     verdict_path = os.path.realpath(config["verdicts"])
     dumps, write, getframe, realpath = json.dumps, os.write, sys._getframe, os.path.realpath
     stdlib = frozenset(sys.stdlib_module_names)
     trusted = trusted_roots()
-    flags: list[str] = []  # tampering seen so far: every later verdict says "tampered"
+    hit_code = next(c for c in profiler.profiler.__code__.co_consts if getattr(c, "co_name", "")
+                    == "hit")  # fmt: skip
+    pending: list[str] = []  # vetoed attempts since the last verdict: that verdict's
     seq = [0]  # verdicts signed so far
-    busy = [False]  # the hook's own operations raise events too: ignore them
+    busy: set[int] = set()  # threads in the hook: its own operations raise events too
+    removing: set[int] = set()  # threads whose watch hook raised a forbidden call just now
+    child = [False]  # this process was forked from the kernel
+    ident = _thread.get_ident
     files: dict[str, bool] = {}
 
     def kind(frame) -> str:
@@ -120,8 +140,46 @@ def _install(config: dict, verdict_fd: int) -> None:
             frame = frame.f_back
         return False
 
+    def student_part(frame) -> list | None:
+        """The frames from ``frame`` down to the first course frame, if student code is among
+        them (the access is then made on the student's behalf) and that course frame is the
+        grader's (a guard, a check, a simulator running a rank), else None. The same on
+        every thread: a rank thread's bottom is the course code that runs the rank. At a
+        cell's top level the course frame below is this launcher's: nothing to guard."""
+        part, student = [], False
+        while frame is not None and kind(frame) != "course":
+            part.append(frame)
+            student = student or kind(frame) == "student"
+            frame = frame.f_back
+        if frame is None or frame.f_globals.get("__name__") == __name__:
+            return None
+        return part if student else None
+
+    def frame_given(args: tuple, event: str):
+        """The frame an event hands out: sys._getframe's, or the one an attribute reads."""
+        if event == "sys._getframe":
+            return args[0] if args else None
+        obj, name = args[0], args[1]
+        try:
+            return getattr(obj, name)
+        except (AttributeError, ValueError):
+            return None
+
+    def frame_allowed(given, part: list) -> bool:
+        """Whether ``given`` belongs to the student's own part of the stack: one of ``part``,
+        or a frame that has left the stack (a finished helper, a generator's) whose callers
+        reach ``part`` or end without passing course code."""
+        ids = {id(f) for f in part}
+        while given is not None:
+            if id(given) in ids:
+                return True
+            if kind(given) == "course":
+                return False
+            given = given.f_back
+        return True
+
     def flag(what: str) -> None:
-        flags.append(what)
+        pending.append(what)
         raise RuntimeError(f"a2s grader: {what} is not allowed while grading")
 
     def emit(exercise: str, status: str, message: str) -> None:
@@ -132,10 +190,21 @@ def _install(config: dict, verdict_fd: int) -> None:
         write(verdict_fd, (dumps({"v": body, "mac": signer.hexdigest()}) + "\n").encode())
 
     def verdict(args: tuple, frame) -> None:
+        if child[0]:
+            flag("a verdict from a child process of the kernel")
         if frame.f_code is not verdict_code or frame.f_back.f_code is not wrapper_code:
             flag("raising a verdict event outside the course's check")
         exercise, status, message = (str(a) for a in args[:3])
-        found = flags + changes(mods, funcs, classes, trusted)
+        # a vetoed attempt belongs to the exercise it was made for (made since the last
+        # verdict); a change to the grader that is still there taints every later verdict
+        found = pending + changes(mods, funcs, classes, trusted)
+        if (
+            guard.TRUTH_MODULES is not truth_modules
+            or guard._HANDOUTS is not handouts
+            or not handed_out.issuperset(handouts)
+        ):
+            found.append("the guard's list of ground-truth modules or handouts was changed")
+        pending.clear()
         if found:
             status, message = "tampered", "; ".join(dict.fromkeys(found))[:600]
         emit(exercise, status, message)
@@ -143,12 +212,18 @@ def _install(config: dict, verdict_fd: int) -> None:
     def dispatch(event: str, args: tuple, frame) -> None:
         if event == "a2s.verdict":
             verdict(args, frame)
+        elif event == "a2s.watch.hit":
+            if frame.f_code is hit_code:  # the watch's profile hook raises: CPython removes it
+                removing.add(ident())
         elif event == "object.__setattr__":
-            if id(args[0]) in protected and frame.f_code is not blocked_code:
+            code = frame.f_code
+            if id(args[0]) in protected and code is not blocked_code and code is not keeper_code:
                 flag(f"changing {args[1]} of the course's function {args[0].__qualname__}")
         elif event == "object.__getattr__":
-            if args[1] in _FRAME_ATTRS and in_guarded_student_code(frame):
-                flag("frame access from code under check")
+            if args[1] in _FRAME_ATTRS:
+                part = student_part(frame)
+                if part is not None and not frame_allowed(frame_given(args, event), part):
+                    flag("frame access from code under check")
             elif (
                 args[1] == "__code__"
                 and id(args[0]) in protected
@@ -156,13 +231,16 @@ def _install(config: dict, verdict_fd: int) -> None:
             ):
                 flag(f"reading the code of the course's function {args[0].__qualname__}")
         elif event == "sys._getframe":
-            if in_guarded_student_code(frame):
+            part = student_part(frame)
+            if part is not None and not frame_allowed(frame_given(args, event), part):
                 flag("frame access from code under check")
         elif event in _ALWAYS:
             if origin(frame) == "student":
                 flag(f"{event}()")
         elif event in ("sys.setprofile", "sys.settrace"):
-            if frame.f_code is not watch_code and origin(frame) == "student":
+            if event == "sys.setprofile" and ident() in removing:
+                removing.discard(ident())  # the watch's hook raised a forbidden call: not yours
+            elif frame.f_code is not watch_code and origin(frame) == "student":
                 flag(f"{event}()")
         elif event in _STUDENT or event.startswith("ctypes."):
             caller = frame.f_globals.get("__name__")  # importlib, dataclasses: on your behalf
@@ -176,9 +254,12 @@ def _install(config: dict, verdict_fd: int) -> None:
                 flag("opening the grader's verdict file")
 
     def hook(event: str, args: tuple) -> None:
-        if busy[0] or event in _QUIET:
+        if event in _QUIET:
             return
-        busy[0] = True
+        me = ident()
+        if me in busy:
+            return
+        busy.add(me)
         try:
             try:
                 frame = getframe(1)
@@ -186,9 +267,18 @@ def _install(config: dict, verdict_fd: int) -> None:
                 return
             dispatch(event, args, frame)
         finally:
-            busy[0] = False
+            busy.discard(me)
+
+    def in_child() -> None:
+        """A forked child (the harness's rank): the same rules, and no verdict from it."""
+        child[0] = True
+        try:
+            os.close(verdict_fd)
+        except OSError:
+            pass
 
     del config
+    os.register_at_fork(after_in_child=in_child)
     sys.addaudithook(hook)
 
 

@@ -19,7 +19,7 @@ from minitorch.course.runner import RunOptions, _seal_cells
 from minitorch.course.sandbox import sandboxed
 from minitorch.course.scoring import exercise_status
 from minitorch.course.syllabus import repo_root
-from minitorch.course.verdicts import Verdicts, new_seal, read_verdicts
+from minitorch.course.verdicts import Seal, Verdicts, new_seal, read_verdicts
 
 ROOT = repo_root()
 
@@ -177,3 +177,126 @@ def test_hidden_checks_and_a_replayed_seed(tmp_path: Path) -> None:
     (hidden,) = grade_paths([str(path)], extra, ROOT)
     assert hidden.score == 2 and hidden.exercises[0].message == "hidden: big shapes"
     assert nbformat.reads(path.read_text(), 4).cells  # the submission is untouched and valid
+
+
+_HOOK_SCRIPT = r"""
+# run as a script: its functions are the "student's" (module __main__), as in a notebook
+import json, os, sys, threading
+import numpy as np
+import minitorch.checks.lab00 as lab00
+import minitorch.checks.lab01 as lab01
+from minitorch.comm.simworld import SimWorld
+from minitorch.course.sealed import _install
+
+key, path = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+_install({"key": key, "verdicts": path, "preload": ["minitorch.checks.lab00",
+          "minitorch.checks.lab01", "minitorch.comm.simworld"]}, fd)
+seen = {}
+
+def run(label, check, fn):
+    try:
+        check(fn)
+        seen[label] = "passed"
+    except BaseException as exc:
+        seen[label] = f"{type(exc).__name__}: {exc}"[:300]
+
+def typed(m, n, k):  # typing and collections read their caller's frame: on the student's behalf
+    from typing import NamedTuple
+    import collections
+    Shape = NamedTuple("Shape", [("m", int), ("n", int), ("k", int)])
+    Pair = collections.namedtuple("Pair", "a b")
+    return 2 * Shape(m, n, k).m * n * Pair(k, 0).a
+
+def peek(m, n, k):  # reads the grader's frame: vetoed, this exercise only
+    try:
+        sys._getframe(1).f_locals
+    except RuntimeError:
+        pass
+    return 2 * m * n * k
+
+def fsum(x):
+    import math
+    return np.float32(math.fsum(x.tolist()))
+
+matmul_flops = lambda m, n, k: 2 * m * n * k  # noqa: E731
+run("1 typed", lab00.check_matmul_flops, typed)
+run("2 peek", lab00.check_matmul_flops, peek)
+run("3 honest after peek", lab00.check_arithmetic_intensity,
+    lambda m, n, k, b: matmul_flops(m, n, k) / (b * (m * k + k * n + m * n)))
+run("4 fsum", lab01.check_kahan_sum, fsum)
+
+def kahan(x):
+    s = c = np.float32(0.0)
+    for v in x:
+        y = v - c
+        t = s + y
+        c = (t - s) - y
+        s = t
+    return s
+
+from minitorch.checks.core import guarded
+try:  # a forbidden C function of numpy (as in lab 13): a forbidden call, nothing else
+    guarded(lambda n: np.zeros(n), "13.1", (), forbid=("torch", "numpy:zeros"))(3)
+    seen["4b zeros"] = "passed"
+except BaseException as exc:
+    seen["4b zeros"] = f"{type(exc).__name__}: {exc}"[:300]
+run("5 honest after fsum", lab01.check_kahan_sum, kahan)
+
+# a rank thread started by course code (SimWorld.run): its caller's frame is the course's
+stolen = []
+def rank(comm, x):
+    try:
+        stolen.append(sys._getframe(1).f_locals.get("args"))
+    except RuntimeError as exc:
+        stolen.append(str(exc))
+    return x
+SimWorld(2).run(rank, [1, 2], per_rank=True)
+seen["6 rank frame"] = stolen
+
+# a forked child keeps the rules and cannot sign a verdict
+pid = os.fork()
+if pid == 0:
+    try:
+        lab00.check_matmul_flops(lambda m, n, k: 2 * m * n * k)
+        code = 0
+    except BaseException:
+        code = 3
+    os._exit(code)
+_, status = os.waitpid(pid, 0)
+seen["7 child exit"] = os.waitstatus_to_exitcode(status)
+print(json.dumps(seen))
+"""
+
+
+def test_the_hook_judges_each_exercise_alone_on_every_thread_and_in_a_child(
+    tmp_path: Path,
+) -> None:
+    """The audit hook itself, in a child interpreter (it cannot be removed once installed):
+    frames read for the student (typing, namedtuple) pass; a vetoed frame read taints its
+    own exercise only; a forbidden C call is a forbidden call, and the next check passes;
+    a rank thread started by course code cannot read its caller's frame; a forked child
+    keeps the rules and signs no verdict."""
+    import os
+    import subprocess
+
+    key = os.urandom(32)
+    script, verdicts = tmp_path / "student.py", tmp_path / "verdicts.jsonl"
+    script.write_text(_HOOK_SCRIPT)
+    out = subprocess.run(
+        [sys.executable, str(script), key.hex(), str(verdicts)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=True,
+    )  # fmt: skip
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["1 typed"] == "passed" and seen["3 honest after peek"] == "passed"
+    assert seen["4 fsum"].startswith("ForbiddenCallError: your code called `math:fsum`")
+    assert seen["4b zeros"].startswith("ForbiddenCallError: your code called `numpy:zeros`")
+    assert seen["5 honest after fsum"] == "passed"
+    assert seen["6 rank frame"] == ["a2s grader: frame access from code under check is not "
+                                    "allowed while grading"] * 2  # fmt: skip
+    assert seen["7 child exit"] == 3  # its check raised: no verdict from a child
+    got = read_verdicts(Seal(key, tmp_path / "seal.json", verdicts))
+    assert got.forged == []
+    statuses = [json.loads(json.loads(ln)["v"])[1:3] for ln in verdicts.read_text().splitlines()]
+    assert statuses == [["00.1", "passed"], ["00.1", "tampered"], ["00.2", "passed"],
+                        ["01.4", "failed"], ["01.4", "passed"]]  # fmt: skip
