@@ -92,7 +92,18 @@ def test_vector_add_rejects_work_done_outside_the_kernel():
     def host_copy(ctx, a, b, c, n):  # copies device memory to the host inside the kernel
         ctx.store(c, ctx.tid, a.to_numpy()[: ctx.tid.size], ctx.tid < n)
 
-    rejects(lab07.check_vector_add, host_side, match="uses `._data`")
+    rejects(lab07.check_vector_add, host_side, match="no attribute '_data'", error=StudentError)
+
+    def host_side_via_gc(ctx, a, b, c, n):  # the simulator's arrays, found in the kernel's process
+        import gc
+
+        for arr in gc.get_objects():
+            if type(arr).__name__ == "DeviceArray" and arr.shape == c.shape:
+                arr._data[:] = 1.0
+                arr.writes[:] = True
+
+    # those are the child's copies: the grader's arrays never got a value
+    rejects(lab07.check_vector_add, host_side_via_gc, match="a\\[i\\] \\+ b\\[i\\]|never stored")
     rejects(lab07.check_vector_add, host_copy, match="cannot copy", error=StudentError)
 
 
@@ -289,13 +300,19 @@ def test_a_kernel_that_fakes_its_counters_is_rejected():
         ctx.store(c, i, ctx.load(a, i, i < n) + ctx.load(b, i, i < n), i < n)
         ctx._stats.gld_transactions = 0
 
-    def by_name(ctx, a, b, c, n):
-        i = ctx.blockIdx.x * ctx.blockDim.x + ctx.threadIdx.x
-        ctx.store(c, i, ctx.load(a, i, i < n) + ctx.load(b, i, i < n), i < n)
-        setattr(ctx, "stats_reset", True)  # noqa: B010
+    def strided_then_zeroed_via_gc(ctx, a, b, c, n):  # uncoalesced, then every stats object zeroed
+        import gc
 
-    rejects(lab07.check_vector_add, zero_counters, match="uses `._stats`")
-    rejects(lab07.check_vector_add, by_name, match="uses `setattr")
+        vector_add_strided(ctx, a, b, c, n)
+        for obj in gc.get_objects():
+            if type(obj).__name__ == "KernelStats":
+                obj.gld_transactions = obj.gst_transactions = 0
+
+    # the context is a proxy of requests: no counters on it, and the grader's are elsewhere
+    rejects(
+        lab07.check_vector_add, zero_counters, match="no attribute '_stats'", error=StudentError
+    )
+    rejects(lab07.check_vector_add, strided_then_zeroed_via_gc, match="gld_transactions = .* over")
 
 
 # --------------------------------------------------------------------------- review additions
@@ -364,3 +381,114 @@ def test_transpose_with_a_swizzled_tile_passes(capsys):
 
     lab07.check_transpose(swizzled)
     assert "✔ Exercise 07.5 passed" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- issue 18 additions
+def test_warp_transactions_rejects_a_loop_over_lanes():
+    def lanes(stride, itemsize=4, segment=32):
+        return len({lane * stride * itemsize // segment for lane in range(32)})
+
+    rejects(lab07.check_warp_transactions, lanes, match="loop over the 32 lanes")
+
+
+def test_prose_invariants_hold():
+    """Each invariant of the prose: its closed form, and the count measured on the simulator."""
+    from minitorch.kernels.simt import launch, to_device
+
+    assert warp_transactions(1) == 32 * 4 // 32 == 4 and warp_transactions(8) == 32
+    f32 = np.float32
+    n = 1000
+    a, b, c = (to_device(np.ones(n, f32)) for _ in range(3))
+    assert (
+        launch(vector_add, -(-n // 256), 256, (a, b, c, n)).gld_transactions
+        == 2 * -(-4 * n // 32)
+        == 250
+    )
+    x, out = to_device(np.ones(256, f32)), to_device(np.zeros(1, f32))
+    st = launch(block_sum, 1, 256, (x, out, 256))
+    # fill (8 warps) + 3 per step for each warp with an active lane (4, 2, 1 x 6) + the total
+    assert st.shared_transactions == 8 + 3 * (4 + 2 + 1 * 6) + 1 == 45 and st.barriers == 1 + 8
+    m = 64
+    a, b, c = (
+        to_device(np.ones((m, m), f32)),
+        to_device(np.ones((m, m), f32)),
+        to_device(np.zeros((m, m), f32)),
+    )
+    assert (
+        launch(matmul_tiled, (4, 4), (16, 16), (a, b, c, m, m, m)).gld_transactions
+        == 4 * m**3 // 16**2
+        == 4096
+    )
+    src, dst = to_device(np.ones((64, 96), f32)), to_device(np.zeros((96, 64), f32))
+    st = launch(transpose, (3, 2), (32, 32), (src, dst, 64, 96))
+    assert st.gst_transactions == 4 * 64 * 96 // 32 == 768 and st.bank_conflicts == 0
+
+
+MUSTS = [
+    (
+        "07.1",
+        "as a **closed form** (no loop over lanes, no simulator; the simulator's counter is "
+        "blocked)",
+        "test_warp_transactions_rejects_a_loop_over_lanes",
+    ),
+    (
+        "07.1",
+        "`warp_transactions(1) == 4` and `warp_transactions(8) == 32`",
+        "test_prose_invariants_hold",
+    ),
+    ("07.1", "Exercise code may not call torch", "test_attempt"),
+    (
+        "07.2",
+        "requires exact `float32` values",
+        "test_vector_add_rejects_wrong_values_and_uncoalesced_access",
+    ),
+    (
+        "07.2",
+        "every element loaded and stored through `ctx`",
+        "test_vector_add_rejects_work_done_outside_the_kernel",
+    ),
+    (
+        "07.2",
+        "global traffic at the minimum above",
+        "test_vector_add_rejects_wrong_values_and_uncoalesced_access",
+    ),
+    ("07.2", "for `n = 1000`, `gld_transactions == 250`", "test_prose_invariants_hold"),
+    (
+        "07.2",
+        "every element must move through `ctx.load` / `ctx.store`",
+        "test_vector_add_rejects_work_done_outside_the_kernel",
+    ),
+    (
+        "07.3",
+        "Stage the block's values in `ctx.shared(B)`",
+        "test_kernels_that_move_values_across_lanes_with_numpy_are_rejected",
+    ),
+    (
+        "07.3",
+        "every element of `x` loaded once, **zero bank conflicts** and at most the "
+        "shared-transaction budget",
+        "test_block_sum_rejects_budget_breaking_reductions_with_right_values",
+    ),
+    (
+        "07.3",
+        "for $B = 256$, `shared_transactions == 45` per block and `barriers == 9`",
+        "test_prose_invariants_hold",
+    ),
+    ("07.4", "load sectors $\\le 4mnk/T^2$", "test_matmul_untiled_fails_even_with_right_values"),
+    (
+        "07.4",
+        "**zero bank conflicts**: the untiled kernel above fails, whatever its values",
+        "test_matmul_rejects_bank_conflicts_and_wrong_values",
+    ),
+    ("07.4", "for $m = n = k = 64$, `gld_transactions == 4096`", "test_prose_invariants_hold"),
+    (
+        "07.5",
+        "load and store sectors $\\le 4rc/32$ each, and **zero bank conflicts**",
+        "test_transpose_rejects_right_values_with_conflicts_or_uncoalesced_stores",
+    ),
+    (
+        "07.5",
+        "for a 64x96 `src`, `gst_transactions == 768` and `bank_conflicts == 0`",
+        "test_prose_invariants_hold",
+    ),
+]

@@ -25,7 +25,7 @@ from minitorch.checks.lab06.lru import BLOCKS as CACHE_BLOCKS
 from minitorch.checks.lab06.lru import TRUTH_BLOCKS as LRU_TRUTH
 from minitorch.checks.lab06.lru import plain_lru
 
-__all__ = ["check_blocked_trace", "check_loop_trace", "check_predicted_misses"]
+__all__ = ["check_blocked_trace", "check_loop_trace", "check_predicted_misses", "line_events"]
 
 _T = "minitorch.kernels.traces"
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")
@@ -90,7 +90,7 @@ def _same(got: object, want: np.ndarray) -> bool:
 _LOOP_N = 16  # n^3 = 4,096 iterations: a Python loop over them shows as >= 4,096 line events
 
 
-def _line_events(fn: Callable[..., object], *args: object) -> tuple[object, int]:
+def line_events(fn: Callable[..., object], *args: object) -> tuple[object, int]:
     """``fn(*args)`` and the lines run (plus calls) in frames of the learner's own module.
 
     A Python loop over the n^3 iterations runs at least one line per iteration (every
@@ -119,7 +119,7 @@ def _line_events(fn: Callable[..., object], *args: object) -> tuple[object, int]
         intact = sys.gettrace() is tracer
     finally:
         sys.settrace(old)
-    assert_true(intact, "06.2: your function changed sys.settrace while it ran.")
+    assert_true(intact, "your function changed sys.settrace while it ran (the check counts lines).")
     return result, count[0]
 
 
@@ -153,7 +153,7 @@ def check_loop_trace(loop_trace: Callable[..., object]) -> str:
         ),
     )
     n = _LOOP_N
-    _, lines = _line_events(loop_trace, n, "ikj")
+    _, lines = line_events(loop_trace, n, "ikj")
     assert_true(
         lines < n**3,
         f"[n={n}, order ikj] your function ran {lines:,} Python lines for {n**3:,} iterations: "

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import numpy as np
 
 from minitorch.checks.cases import Case, Mistake, fresh, run_cases
-from minitorch.checks.core import assert_bits_equal, fresh_rng, grader, rng
+from minitorch.checks.core import assert_bits_equal, assert_true, fresh_rng, grader, rng
+from minitorch.checks.lab06.traces import line_events
 from minitorch.checks.lab07.common import KERNELS, at_most, device, run_kernel, touched_all
 
 __all__ = ["check_vector_add", "check_warp_transactions"]
@@ -70,6 +71,13 @@ def check_warp_transactions(student: Callable[..., object]) -> str:
         message=lambda c, got, want, hint: f"[{c.label}] predicted {got!r}, a warp touches "
         f"{want}. {hint}",
     )  # fmt: skip
+    _, lines = line_events(student, 33, 4, 32)
+    assert_true(
+        lines < 32,
+        f"[stride 33, 4-byte items, 32-byte segments] your function ran {lines} Python lines: a "
+        "loop over the 32 lanes. Write a closed form of stride, itemsize and segment: how many "
+        "bytes apart are lane 0's and lane 31's addresses?",
+    )
     return f"{n} strides predicted exactly (stride 1: 4 sectors of 32 B; stride >= 8: 32)"
 
 
