@@ -15,6 +15,8 @@ unassessed counted as 0.
 
 from __future__ import annotations
 
+import re
+
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +106,22 @@ def _exercise_meta(root: Path, lab_number: str) -> dict[str, tuple[str, str, str
     return {ex.id: (ex.subject, ex.dimension, lab.layer) for ex in exercises(nb)}
 
 
+def _exercise_points(root: Path, lab_number: str) -> dict[str, float]:
+    nb = read_notebook(find_lab(lab_number).solution_path(root))
+    return {ex.id: ex.points for ex in exercises(nb)}
+
+
+def _lab_from_name(notebook: str) -> str | None:
+    """The lab of a file the grader could not read, from its ``NN_`` name, if a lab has it."""
+    match = re.match(r"(\d\d)_", Path(notebook).name)
+    if match is None:
+        return None
+    try:
+        return find_lab(match.group(1)).number
+    except KeyError:
+        return None
+
+
 def _score(pairs: list[tuple[float, float]]) -> float | None:
     possible = sum(m for _, m in pairs)
     return None if possible == 0 else 10.0 * sum(p for p, _ in pairs) / possible
@@ -126,8 +144,15 @@ def pool_results(results: dict, root: Path) -> Pooled:
     meta_cache: dict[str, dict[str, tuple[str, str, str]] | None] = {}
     for res in results.get("results", []):
         if not res.get("lab"):
-            pooled.notes.append(f"{res.get('notebook')}: not graded ({res.get('error')})")
-            continue
+            number = _lab_from_name(str(res.get("notebook") or ""))
+            if number is None:
+                pooled.notes.append(f"{res.get('notebook')}: not graded ({res.get('error')})")
+                continue
+            # an unreadable file of a known lab scores 0 on that lab, as in the gradebook
+            pooled.notes.append(
+                f"{res.get('notebook')}: not graded ({res.get('error')}); lab {number} counts 0"
+            )
+            res = {**res, "lab": number, "exercises": []}
         if res["lab"] not in meta_cache:
             try:
                 meta_cache[res["lab"]] = _exercise_meta(root, res["lab"])
@@ -139,7 +164,13 @@ def pool_results(results: dict, root: Path) -> Pooled:
         meta = meta_cache[res["lab"]]
         if meta is None:
             continue
-        for ex in res.get("exercises", []):
+        graded = {ex["id"] for ex in res.get("exercises", [])}
+        unscored = [
+            {"id": i, "points": 0.0, "max_points": pts}
+            for i, pts in _exercise_points(root, res["lab"]).items()
+            if i not in graded
+        ]
+        for ex in [*res.get("exercises", []), *unscored]:
             subject, dim, layer = meta.get(ex["id"], ("fundamentals", "hands-on", "0"))
             pair = (float(ex["points"]), float(ex["max_points"]))
             pooled.by_s[subject].append(pair)

@@ -166,3 +166,17 @@ def test_report_png_is_the_size_of_a_notebook_output(tmp_path: Path) -> None:
     save_radar(skill_report(_results(1, 2), ROOT), png, "alice")
     height, width = matplotlib.image.imread(png).shape[:2]
     assert (width, height) == (840, 888)  # at most ~900 px wide: JupyterLab's output width
+
+
+def test_an_unreadable_file_of_a_known_lab_counts_zero_not_nothing() -> None:
+    full = skill_report(_results(1.0, 2.0), ROOT)
+    assert full.total == pytest.approx(10.0)
+    broken = _results(1.0, 2.0)
+    broken["results"].append({"notebook": "alice/01_numerics.ipynb", "lab": None, "score": 0,
+                              "max_score": 0, "error": "not a notebook", "exercises": []})  # fmt: skip
+    rep = skill_report(broken, ROOT)
+    assert rep.total < 5.0, "the unreadable lab 01 must weigh in as 0, as the gradebook has it"
+    assert any("lab 01 counts 0" in n for n in rep.notes)
+    broken["results"][-1]["notebook"] = "notes.ipynb"  # no lab to be had from the name
+    rep = skill_report(broken, ROOT)
+    assert rep.total == pytest.approx(10.0) and any("not graded" in n for n in rep.notes)
