@@ -4,7 +4,9 @@ The learner's ``ddp_sync(comm, grads, buckets)`` averages the gradients with one
 all-reduce per bucket. The check trains a float64 tanh MLP for a few SGD steps, each rank on
 its shard of the batch, and compares the weights with ONE process training on the whole
 batch (a plain numpy forward/backward written here) to 1e-10. First on SimWorld (2-4 ranks,
-cheap, every hint), then once on 2 real gloo processes (one spawn for the whole batch).
+each in its own forked process, :func:`minitorch.checks.harness.run_ranks`: the message
+count is the router's record in the grader's process), then once on 2 real gloo processes
+(one spawn for the whole batch).
 Budget: exactly one all-reduce per bucket (messages counted: lab 20's naive all-reduce
 sends 2(p-1) messages per call).
 """
@@ -18,9 +20,9 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded
-from minitorch.checks.errors import CheckFailure
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import run_ranks
 from minitorch.checks.lab23.workers import REFERENCE, ddp_train, mlp_data, plain_buckets
-from minitorch.checks.ranks import launch_source
 from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_ddp_sync", "single_process"]
@@ -113,6 +115,13 @@ def _compare(case: dict, outs: list[dict], where: str) -> None:
         summed = single_process(case, scale=p)
         if all(np.allclose(g, w, rtol=0, atol=1e-10) for g, w in zip(got, summed, strict=True)):
             raise CheckFailure(f"[{case['label']}, {where}] rank {r}: " + _SUM.format(p=p))
+        short = single_process(case, scale=1 / p)
+        if all(np.allclose(g, w, rtol=0, atol=1e-10) for g, w in zip(got, short, strict=True)):
+            raise CheckFailure(
+                f"[{case['label']}, {where}] rank {r}: your weights moved {p}x too little: "
+                "the gradients were divided by world_size twice (or before and after the "
+                "all-reduce). Sum with one all-reduce, then divide once."
+            )
         err = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want, strict=True))
         raise CheckFailure(
             f"[{case['label']}, {where}] rank {r}: weights differ from one process on the whole "
@@ -124,12 +133,45 @@ def _compare(case: dict, outs: list[dict], where: str) -> None:
     want_msgs = [case["steps"] * len(buckets) * (p - 1 if r == 0 else 1) for r in range(p)]
     got_msgs = [out["messages"] for out in outs]
     if got_msgs != want_msgs:
+        per_param = [case["steps"] * len(params) * (p - 1 if r == 0 else 1) for r in range(p)]
+        if got_msgs == per_param:
+            why = (
+                f"that is one all-reduce per PARAMETER ({len(params)}). Concatenate each "
+                "bucket's gradients into one flat array and all-reduce it once."
+            )
+        elif not any(got_msgs[1:]):
+            why = (
+                "no gradient went through comm. Move data only with the communicator you are "
+                "given (lab 20's all_reduce on it); torch.distributed is not allowed."
+            )
+        elif sum(got_msgs) < sum(want_msgs):
+            why = (
+                "fewer than one all-reduce per bucket: you all-reduced several buckets (or the "
+                "whole model) at once, which waits for the end of backward. All-reduce each "
+                "bucket on its own, in the order given."
+            )
+        else:
+            why = "Concatenate each bucket's gradients into one flat array and all-reduce it once."
         raise CheckFailure(
             f"[{case['label']}, {where}] right weights, but the ranks sent {got_msgs} messages "
             f"where one all-reduce per bucket ({len(buckets)} buckets x {case['steps']} steps, "
-            f"lab 20's all_reduce) sends {want_msgs}. Concatenate each bucket's gradients "
-            "into one flat array and all-reduce it once."
+            f"lab 20's all_reduce) sends {want_msgs}: {why}"
         )
+
+
+def _launch(raw: Callable[..., Any], gloo: list[dict[str, Any]]) -> list:
+    """The learner's source on 2 gloo ranks, one launch; a rank's failure is the learner's."""
+    import inspect
+    import textwrap
+
+    from minitorch.checks.ranks import launch_learner
+
+    try:
+        source = textwrap.dedent(inspect.getsource(raw))
+    except (OSError, TypeError):
+        raise CheckFailure(_SOURCE.format(why="its source code cannot be read")) from None
+    target = "minitorch.checks.lab23.workers:ddp_gloo"
+    return launch_learner(target, 2, source, raw.__name__, gloo, advice=_SOURCE)
 
 
 @grader("23.2", blocks=REFERENCE)
@@ -139,13 +181,18 @@ def check_ddp_sync(ddp_sync: Callable[..., Any], real: bool = True) -> str:
     cases += _cases(fresh_rng("23.2"), 3, fresh)
     raw = getattr(ddp_sync, "fn", ddp_sync)
     for case in cases:
-        world = SimWorld(case["p"])
-        outs = guarded(lambda w=world, c=case: w.run(ddp_train, raw, c), "23.2", REFERENCE)()
+        p = case["p"]
+        try:  # each rank in its own process; the counts are the router's, in this process
+            run = run_ranks(guarded(ddp_train, "23.2", REFERENCE), SimWorld(p), [(raw, case)] * p)
+        except (StudentError, CheckFailure) as exc:
+            exc.args = (f"[{case['label']}, simulated world] {exc}",)
+            raise
+        outs = [dict(o, messages=run.messages[r]) for r, o in enumerate(run.results)]
         _compare(case, outs, "simulated world")
     if not real:
         return f"{len(cases)} simulated trainings equal one process to 1e-10"
     gloo = [dict(c, p=2) for c in cases[:1] + cases[-1:]]
-    runs = launch_source(raw, "minitorch.checks.lab23.workers:ddp_gloo", 2, gloo, advice=_SOURCE)
+    runs = _launch(raw, gloo)
     for k, case in enumerate(gloo):
         _compare(case, [runs[0][k], runs[1][k]], "2 gloo processes")
     steps = sum(c["steps"] for c in cases + gloo)

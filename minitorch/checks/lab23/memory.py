@@ -7,7 +7,13 @@ paper's Fig. 1 (7.5B parameters, N_d = 64: 120, 31.4, 16.6, 1.9 GB) and the byte
 23.5: the learner's ``zero3_forward(store, x)`` runs on 4 simulated ranks of ZeRO-3; the
 output must equal the unsharded forward, every rank's PEAK bytes must stay within its shards
 plus two full layers (gather a layer, use it, free it), and each rank must send exactly one
-all-gather's worth of every layer (Ψ (N-1)/N fp16 elements).
+all-gather's worth of every layer (Ψ (N-1)/N fp16 elements). Each rank runs in its own
+forked process (:func:`minitorch.checks.harness.run_ranks`): the bytes are the router's
+record in the grader's process. On two 16-layer cases every allocation of the rank's
+forward is measured with tracemalloc in that process (the shards are built before it
+starts; the learner's code may not call tracemalloc): at most 12 fp16 layers' worth beyond
+the shards (three float64 working copies of one layer), so a copy of every gathered layer
+fails whatever the store's own counter says.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import assert_true, fresh_rng, grader, guarded, plain
-from minitorch.checks.errors import CheckFailure
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import run_ranks
 from minitorch.comm.simworld import SimWorld
 from minitorch.parallel.zero import ZeroRank, zero3_train_step
 
@@ -58,7 +65,15 @@ _HINTS = {
 }
 
 
-@grader("23.4", blocks=("minitorch.parallel.zero:zero_bytes",))
+@grader(
+    "23.4",
+    blocks=(
+        "minitorch.parallel.zero:zero_bytes",
+        "minitorch.parallel.zero:ZeroRank.memory_bytes",
+        "minitorch.checks.lab23.memory:_formula",  # the grader's own closed forms
+        "minitorch.checks.lab23.memory:measured_bytes",
+    ),
+)
 def check_zero_bytes(zero_bytes: Callable[..., Any]) -> str:
     """Exercise 23.4: model-state bytes per rank of ZeRO stage 0-3 (K = 12)."""
     fig1 = {0: 120.0, 1: 31.4, 2: 16.6, 3: 1.9}
@@ -129,11 +144,53 @@ def _layers_only(store: ZeroRank) -> Any:
     return Store()
 
 
+_COPIES = (
+    "a rank allocated {held} full fp16 layers' worth beyond its shards at once (every "
+    "allocation measured with tracemalloc in the rank's process; the budget is {limit}): a "
+    "copy of every gathered "
+    "layer, in any dtype, defeats ZeRO-3 even when store.free(i) is called. Compute each "
+    "layer from store.gather(i) and let the copy go before the next one."
+)
+_DEEP = 16  # layers of the measured cases: a copy of each is far above the budget
+_ALLOC_LAYERS = 12  # fp16 layers per rank: three float64 working copies of one layer
+
+
+class _Shape:
+    """What ZeroRank reads of its communicator at construction (rank and world size)."""
+
+    def __init__(self, rank: int, world_size: int) -> None:
+        self.rank, self.world_size = rank, world_size
+
+
+def _measured(student: Any, stores: list[ZeroRank], x: np.ndarray) -> Callable[..., dict]:
+    """The rank program: the learner's forward on this rank's store, every allocation it makes
+    measured with tracemalloc in the rank's own process (the shards exist before it starts;
+    the learner's code may not call tracemalloc: the watch forbids it)."""
+
+    def rank(comm: Any) -> dict:
+        import tracemalloc
+
+        store = stores[comm.rank]
+        store.comm = comm
+        view = _layers_only(store)
+        tracemalloc.start()
+        start = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = student(view, x)
+        allocated = tracemalloc.get_traced_memory()[1] - start
+        tracemalloc.stop()
+        base = sum(a.nbytes for a in (*store.p16, *store.g16, *store.master, *store.m, *store.v))
+        return {"out": out, "allocated": allocated, "peak": store.peak_bytes, "base": base}
+
+    return rank
+
+
 @grader("23.5", blocks=_BLOCKS)
 def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
     """Exercise 23.5: ZeRO-3 forward that gathers each layer on use and frees it."""
     specs = [("4 layers of 16x16, N=4", [16, 16, 16, 16, 16], 4, 0)]
     specs.append(("widths 8-24-24-24-8, N=2", [8, 24, 24, 24, 8], 2, 1))
+    specs += [(f"{_DEEP} layers of 128x128, N={n}", [128] * (_DEEP + 1), n, 7 + n) for n in (2, 4)]
     gen = fresh_rng("23.5")
     for _ in range(2):
         w = [4 * int(v) for v in gen.integers(2, 7, 5)]
@@ -145,15 +202,16 @@ def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
         g = np.random.default_rng(seed)
         params = [g.standard_normal((a, b)) / np.sqrt(a) for a, b in itertools.pairwise(widths)]
         x = g.standard_normal((3, widths[0]))
-        stores: list[ZeroRank] = []
-
-        def rank(comm: Any, params: list = params, x: np.ndarray = x, stores: list = stores) -> Any:
-            store = ZeroRank(comm, params, 3)
-            stores.append(store)
-            return raw(_layers_only(store), x)
-
-        world = SimWorld(n)
-        outs = guarded(lambda w=world, r=rank: w.run(r), "23.5", _BLOCKS)()
+        # the shards exist before the measured run: only what the forward allocates counts
+        stores = [ZeroRank(_Shape(r, n), params, 3) for r in range(n)]
+        student = guarded(raw, "23.5", _BLOCKS, forbid=("torch", "tracemalloc"))
+        try:
+            run = run_ranks(_measured(student, stores, x), SimWorld(n), [()] * n)
+        except (StudentError, CheckFailure) as exc:  # name the case
+            exc.args = (f"[{label}] {exc}",)
+            raise
+        world, recs = run.world, run.results
+        outs = [rec["out"] for rec in recs]
         want = np.asarray(x, np.float32)
         for p in params:
             want = np.tanh(want @ p.astype(np.float32).astype(np.float16).astype(np.float32))
@@ -171,17 +229,20 @@ def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
                     "tanh(... tanh(x @ W0) ... @ W_last) with the fp16 weights of store.gather."
                 )
         layer = max(p.size for p in params) * 2
-        for store in stores:
-            base = sum(
-                a.nbytes for a in (*store.p16, *store.g16, *store.master, *store.m, *store.v)
-            )
-            extra = store.peak_bytes - base
+        for rec in recs:
+            extra = rec["peak"] - rec["base"]
             if extra > 2 * layer:
                 raise CheckFailure(
-                    f"[{label}] peak memory {store.peak_bytes} B, budget {base + 2 * layer} B. "
+                    f"[{label}] peak memory {rec['peak']} B, budget {rec['base'] + 2 * layer} B. "
                     + _NEVER_FREED.format(held=round(extra / layer, 1))
                 )
             worst = max(worst, extra / layer)
+        most = max(rec["allocated"] for rec in recs)
+        if len(params) == _DEEP and most > _ALLOC_LAYERS * layer:
+            raise CheckFailure(
+                f"[{label}] right output, but "
+                + _COPIES.format(held=round(most / layer, 1), limit=_ALLOC_LAYERS)
+            )
         want_sent = [sum(2 * (p.size - p.size // n) for p in params)] * n
         sent = list(world.bytes_sent)
         if sent != want_sent:
@@ -191,5 +252,6 @@ def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
             )
     return (
         f"{len(specs)} ZeRO-3 forwards (2 fresh) equal the unsharded one; peak at most "
-        f"{worst:.1f} full layer(s) above the shards; one all-gather per layer"
+        f"{worst:.1f} full layer(s) above the shards, every allocation measured on the "
+        f"{_DEEP}-layer cases; one all-gather per layer"
     )

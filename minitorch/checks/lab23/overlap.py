@@ -64,7 +64,8 @@ def _case(label: str, compute: list[float], nbytes: list[int], cap: int, a: floa
 
 
 @grader("23.3", blocks=("minitorch.parallel.timeline:exposed_comm",
-                        "minitorch.parallel.timeline:bucket_schedule"))  # fmt: skip
+                        "minitorch.parallel.timeline:bucket_schedule",
+                        "minitorch.checks.lab23.overlap:plain_exposed"))  # fmt: skip
 def check_exposed_comm(
     exposed_comm: Callable[..., Any], predict_one_bucket: Callable[..., Any]
 ) -> str:
@@ -80,7 +81,12 @@ def check_exposed_comm(
         )
     layers = [1e-3, 2e-3, 1e-3, 2e-3, 1e-3, 2e-3]
     sizes = [4_000_000, 16_000, 4_000_000, 16_000, 4_000_000, 16_000]
-    cases = [
+    # buckets launched out of index order: the one case where forward readiness, no overlap
+    # and overlapping buckets give three different wrong answers (on 23.1's reverse-order
+    # buckets forward readiness queues every bucket after backward, i.e. no overlap)
+    mixed = ([1.0, 2.0, 3.0], [10, 10, 10], [[1], [0], [2]], 2.0, 0.0)
+    cases = [Case("3 layers, buckets [[1], [0], [2]]", mixed, plain_exposed(*mixed), _MISTAKES)]
+    cases += [
         _case(f"6 layers, cap={cap} B", layers, sizes, cap, 5e-4, 1e-9)
         for cap in (10**9, 4_016_000, 1)
     ]
@@ -113,7 +119,7 @@ def check_exposed_comm(
             )
         ),
     )
-    one, best = cases[0].want(), cases[1].want()
+    one, best = cases[1].want(), cases[2].want()
     return (
         f"prediction right; {total} timelines (6 fresh); one bucket exposes {one * 1e3:.2f} ms, "
         f"4 MB buckets {best * 1e3:.2f} ms"

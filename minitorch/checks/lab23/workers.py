@@ -5,24 +5,25 @@ the batch, averaging gradients with the learner's ``sync(comm, grads, buckets)``
 function runs on the simulated world and on real gloo ranks (:func:`ddp_gloo`, where the
 learner's function arrives as source text).
 
-The learner's function gets :func:`~minitorch.checks.ranks.protocol_only` of the counting
-communicator (rank, world_size, send/recv/isend/irecv, barrier: no counters, no simulated
-world, no torch handles), and on a gloo rank
-:func:`~minitorch.checks.ranks.sealed_torch_distributed` makes torch.distributed's own
-collectives and point-to-point calls raise while its source is defined and run, so every
-byte goes through the counted protocol.
+On the simulated world each rank is its own forked process (``harness.run_ranks``: the
+router counts); on a gloo rank each call of the learner's function runs in a sealed forked
+child of the rank (:func:`~minitorch.checks.ranks.on_gloo_rank`, lab 21's seal: torch is a
+forbidden call with the kernel's message, frames, gc, sockets and files are refused), and
+the rank's process counts its messages.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from minitorch.autograd import Tensor
-from minitorch.checks.ranks import CountingComm, protocol_only, sealed_torch_distributed
+from minitorch.checks.ranks import LEARNER, on_gloo_rank
 from minitorch.comm import collectives
 from minitorch.comm.protocol import Communicator
 
@@ -33,7 +34,6 @@ __all__ = [
     "plain_buckets",
 ]
 
-_HINT = " (and lab 20's collectives built on them)"
 REFERENCE = ("minitorch.parallel.data:ddp_sync", "minitorch.parallel.data:DDP")
 
 
@@ -63,14 +63,19 @@ def mlp_data(case: dict[str, Any]) -> tuple[list[np.ndarray], np.ndarray, np.nda
 
 
 def ddp_train(comm: Communicator, sync: Callable[..., Any], case: dict[str, Any]) -> dict:
-    """Train ``case["steps"]`` SGD steps on this rank's shard; return weights and counts."""
-    counting = CountingComm(comm)
+    """Train ``case["steps"]`` SGD steps on this rank's shard with the learner's ``sync``
+    (on the simulated world: this rank's own forked process, the router counts)."""
+    return _train(case, comm.rank, comm.world_size, lambda g, b: sync(comm, g, b))
+
+
+def _train(case: dict[str, Any], rank: int, p: int, step: Callable[..., Any]) -> dict:
+    """The training loop: ``step(grads, buckets)`` averages the gradients; return weights."""
     params, x, y = mlp_data(case)
-    rows = np.array_split(np.arange(case["batch"]), comm.world_size)[comm.rank]
+    rows = np.array_split(np.arange(case["batch"]), p)[rank]
     xs, ys = x[rows], y[rows]
-    buckets = plain_buckets([p.nbytes for p in params], case["bucket_bytes"])
+    buckets = plain_buckets([q.nbytes for q in params], case["bucket_bytes"])
     for _ in range(case["steps"]):
-        ts = [Tensor(p.copy(), requires_grad=True) for p in params]
+        ts = [Tensor(q.copy(), requires_grad=True) for q in params]
         h = Tensor(xs)
         for k in range(0, len(ts), 2):
             h = h @ ts[k] + ts[k + 1]
@@ -79,21 +84,45 @@ def ddp_train(comm: Communicator, sync: Callable[..., Any], case: dict[str, Any]
         loss = ((h - Tensor(ys)) ** 2).mean()
         loss.backward()
         grads = [np.array(t.grad) for t in ts]
-        got = sync(protocol_only(counting), grads, [list(b) for b in buckets])
+        got = step(grads, [list(b) for b in buckets])
         params = [
-            p - case["lr"] * np.asarray(g, np.float64) for p, g in zip(params, got, strict=True)
+            q - case["lr"] * np.asarray(g, np.float64) for q, g in zip(params, got, strict=True)
         ]
-    return {"params": params, "messages": counting.messages, "bytes": counting.bytes}
+    return {"params": params}
+
+
+def _maker(source: str, name: str) -> Callable[[], Callable[..., Any]]:
+    """Like :func:`~minitorch.checks.ranks.learner_source`, with the setup cell's names (np,
+    lab 20's collectives): compiled here as the learner's, run only in the sealed child."""
+    code = compile(source, f"{LEARNER}{name}>", "exec")
+
+    def make() -> Callable[..., Any]:
+        module = types.ModuleType("__a2s_rank__")
+        module.__dict__.update(np=np, numpy=np)
+        for n in ("all_reduce", "broadcast", "reduce", "reduce_scatter", "all_gather"):
+            module.__dict__[n] = getattr(collectives, n)
+        sys.modules[module.__name__] = module
+        exec(code, module.__dict__)
+        return module.__dict__[name]  # type: ignore[no-any-return]
+
+    return make
 
 
 def ddp_gloo(comm: Communicator, source: str, name: str, cases: list[dict[str, Any]]) -> list:
-    """On a gloo rank: define the learner's ``name`` from ``source``, run every case guarded."""
-    from minitorch.checks.core import guarded
+    """On a gloo rank: every case's training, each call of the learner's ``name`` in a sealed
+    forked child of this rank (:func:`~minitorch.checks.ranks.on_gloo_rank`: torch is a
+    forbidden call there); the messages are this rank's own count."""
+    make = _maker(source, name)
+    out = []
+    for case in cases:
+        sent = [0]
 
-    namespace: dict[str, Any] = {"np": np, "numpy": np, "__name__": "__a2s_rank__"}
-    for n in ("all_reduce", "broadcast", "reduce", "reduce_scatter", "all_gather"):
-        namespace[n] = getattr(collectives, n)
-    with sealed_torch_distributed(comm, _HINT):
-        exec(compile(source, f"<{name} on rank {comm.rank}>", "exec"), namespace)
-        fn = guarded(namespace[name], "23.2", REFERENCE, forbid=())
-        return [ddp_train(comm, fn, case) for case in cases]
+        def step(grads: list, buckets: list, sent: list = sent) -> Any:
+            got, log = on_gloo_rank(comm, make, grads, buckets, exercise="23.2", blocks=REFERENCE)
+            comm.flush()
+            sent[0] += log["messages"]
+            return got
+
+        comm.barrier()
+        out.append(dict(_train(case, comm.rank, comm.world_size, step), messages=sent[0]))
+    return out
