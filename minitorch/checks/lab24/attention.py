@@ -20,6 +20,8 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded, plain
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import run_ranks as apart
 from minitorch.checks.lab24._world import (
     BLOCKS,
     all_reduce_bytes,
@@ -72,26 +74,20 @@ def _layer(attn: Any, mlp: Any, t: int, s: int, b: int, h: int, a: int, seed: in
     mid = x + plain_attention(plain_layer_norm(x, one, 0 * one), w, bo, a)
     want = mid + plain_mlp(c, plain_layer_norm(mid, one, 0 * one))
     raw_a, raw_m = (getattr(f, "fn", f) for f in (attn, mlp))
+
     # the learner's MLP alone first: a 24.1 mistake must not cost 24.2
-    alone = SimWorld(t)
+    def alone_rank(comm: Any) -> Any:
+        shards = mlp_shards(c, t, comm.rank)
+        return raw_m(comm, mid.copy(), *(v.copy() for v in shards), c["b2"].copy())
+
     try:
-        got = guarded(
-            lambda: alone.run(
-                lambda comm: raw_m(
-                    comm,
-                    mid.copy(),
-                    *(v.copy() for v in mlp_shards(c, t, comm.rank)),
-                    c["b2"].copy(),
-                )
-            ),
-            "24.2",
-            BLOCKS,
-        )()
+        alone = apart(guarded(alone_rank, "24.2", BLOCKS), SimWorld(t), [()] * t)
     except Exception:  # not implemented, raises, calls the reference: 24.1's business
         return "skipped: your tp_mlp_forward does not pass 24.1 yet"
+    got = alone.results
     if not all(isinstance(g, np.ndarray) and g.shape == mid.shape and np.allclose(
             g, plain_mlp(c, mid), rtol=1e-9, atol=1e-9) for g in got) or sum(
-            alone.bytes_sent) != all_reduce_bytes(t, x.nbytes):  # fmt: skip
+            alone.world.bytes_sent) != all_reduce_bytes(t, x.nbytes):  # fmt: skip
         return "skipped: your tp_mlp_forward does not pass 24.1 yet"
 
     def rank(comm: Any) -> Any:
@@ -100,8 +96,12 @@ def _layer(attn: Any, mlp: Any, t: int, s: int, b: int, h: int, a: int, seed: in
         h1 = x + raw_a(comm, _ln(x), *qkv, np.split(w[3], t)[r].copy(), bo.copy(), a // t)
         return h1 + raw_m(comm, _ln(h1), *(v.copy() for v in mlp_shards(c, t, r)), c["b2"].copy())
 
-    world = SimWorld(t)
-    outs = guarded(lambda: world.run(rank), "24.2", BLOCKS)()
+    try:
+        run = apart(guarded(rank, "24.2", BLOCKS), SimWorld(t), [()] * t)
+    except (StudentError, CheckFailure) as exc:
+        exc.args = (f"[{label}] {exc}",)
+        raise
+    outs, world = run.results, run.world
     for r, out in enumerate(outs):
         expect(label, r, plain(out, what="the layer's output", case=label), want, [], "y",
                "Your attention and MLP each pass alone; composed they do not?")  # fmt: skip
