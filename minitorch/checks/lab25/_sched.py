@@ -16,9 +16,21 @@ import numpy as np
 
 from minitorch.checks.errors import CheckFailure
 
-__all__ = ["audit", "peaks", "random_schedule", "read_schedule", "reference_1f1b"]
+__all__ = [
+    "audit",
+    "peaks",
+    "random_schedule",
+    "read_schedule",
+    "reference_1f1b",
+    "reference_interleaved",
+]
 
 Op = tuple[str, int, int]
+# the graders' own schedules and timing: blocked while a learner's function runs
+OWN = tuple(
+    f"minitorch.checks.lab25._sched:{name}"
+    for name in ("audit", "reference_1f1b", "reference_interleaved")
+)
 
 
 def read_schedule(got: Any, p: int, label: str) -> list[list[Op]]:
@@ -137,6 +149,24 @@ def reference_1f1b(p: int, m: int) -> list[list[Op]]:
         for j in range(m - w):
             ops += [f[w + j], b[j]]
         out.append(ops + b[m - w :])
+    return out
+
+
+def reference_interleaved(p: int, m: int, v: int) -> list:
+    """The grader's own Megatron interleaved order (m a multiple of p; v = 1 is 1F1B)."""
+
+    def mc(k: int, fwd: bool) -> tuple[int, int]:
+        g, w = divmod(k, p * v)
+        c = w // p
+        return g * p + w % p, c if fwd else v - 1 - c
+
+    out = []
+    for s in range(p):
+        warm = min(2 * (p - s - 1) + (v - 1) * p if v > 1 else p - s - 1, m * v)
+        ops = [("F", *mc(k, True)) for k in range(warm)]
+        for k in range(m * v - warm):
+            ops += [("F", *mc(warm + k, True)), ("B", *mc(k, False))]
+        out.append(ops + [("B", *mc(k, False)) for k in range(m * v - warm, m * v)])
     return out
 
 

@@ -7,6 +7,9 @@ enforced: its bubble in simulated time (forward 1, backward 2 per stage; 1/v and
 chunk) must equal the closed form exactly, and its peak of stashed activations per stage
 must fit the budget: ``m`` is allowed for GPipe, ``min(p - s, m)`` for 1F1B,
 ``min(2 (p - s - 1) + (v - 1) p + 1, m v)`` chunk-activations for the interleaved schedule.
+The interleaved schedules are timed again with ``t_comm = 0.25`` per message between stages
+and must be as fast as Megatron's order (the graders' ``_sched.reference_interleaved``): a
+shorter warm-up has the same bubble with free messages and waits for them otherwise.
 Ground truth: the graders' own dependency-graph timing (``_sched.audit``).
 """
 
@@ -18,16 +21,26 @@ from typing import Any
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, plain
 from minitorch.checks.errors import CheckFailure
-from minitorch.checks.lab25._sched import audit, peaks, read_schedule
+from minitorch.checks.lab25._sched import (
+    OWN,
+    audit,
+    peaks,
+    read_schedule,
+    reference_interleaved,
+)
 
 __all__ = ["check_gpipe", "check_interleaved", "check_one_f_one_b"]
 
 _P = "minitorch.parallel.pipeline"
 _TOL = 1e-9
+_T_COMM = 0.25  # the interleaved schedules are timed again with this message time
 # the three schedules and the helpers that would write the interleaved order for the learner
-_BLOCKS = tuple(
-    f"{_P}:{name}"
-    for name in ("gpipe", "one_f_one_b", "interleaved", "warmup_count", "_micro_chunk")
+_BLOCKS = (
+    tuple(
+        f"{_P}:{name}"
+        for name in ("gpipe", "one_f_one_b", "interleaved", "warmup_count", "_micro_chunk")
+    )
+    + OWN
 )
 
 
@@ -85,7 +98,7 @@ def check_gpipe(gpipe_schedule: Callable[..., Any]) -> str:
 def check_one_f_one_b(one_f_one_b_schedule: Callable[..., Any]) -> str:
     """Exercise 25.2: 1F1B, GPipe's bubble with at most min(p - s, m) stashed per stage."""
     cases = _cases(
-        [(2, 3), (4, 4), (4, 8), (3, 2), (1, 3)],
+        [(2, 3), (4, 4), (4, 8), (3, 2), (1, 3), (5, 2), (4, 1)],  # m < p - 1: min(p-s-1, m)
         "25.2",
         3,
         lambda g: (int(g.integers(2, 6)), int(g.integers(1, 10))),
@@ -96,11 +109,17 @@ def check_one_f_one_b(one_f_one_b_schedule: Callable[..., Any]) -> str:
         _, bubble = audit(sched, m, 1, label)
         got = peaks(sched)
         budget = [min(p - s, m) for s in range(p)]
+        gpipe = all("".join(k for k, _, _ in ops) == "F" * m + "B" * m for ops in sched)
+        warm = [next((i for i, op in enumerate(ops) if op[0] == "B"), m) for ops in sched]
         for s in range(p):
             if got[s] > budget[s]:
-                kinds = "".join(k for k, _, _ in sched[s])
                 hint = "stage s needs only p - s - 1 warm-up forwards"
-                if kinds == "F" * m + "B" * m:
+                if len(set(warm)) == 1 and p > 1 and not gpipe:
+                    hint = (
+                        f"every stage runs the same {warm[0]} warm-up forwards: stage s needs "
+                        "only p - s - 1, fewer the later the stage"
+                    )
+                elif gpipe:
                     hint = (
                         "this is GPipe's memory: 1F1B runs only p - s - 1 warm-up forwards, "
                         "then one backward after each forward"
@@ -157,6 +176,28 @@ def check_interleaved(interleaved_schedule: Callable[..., Any]) -> str:
                     f"then one backward after each forward): {hint}."
                 )
         _bubble(label, bubble, p, m, v, "the interleaved schedule")
+        # with communication time a short warm-up makes a stage wait for its neighbour's
+        # message: the same bubble at t_comm = 0, a slower pipeline at t_comm > 0
+        span, _ = audit(sched, m, v, label, 1.0 / v, 2.0 / v, _T_COMM)
+        want, _ = audit(reference_interleaved(p, m, v), m, v, label, 1.0 / v, 2.0 / v, _T_COMM)
+        if span > want + _TOL:
+            warm = [next((i for i, op in enumerate(ops) if op[0] == "B"), len(ops))
+                    for ops in sched]  # fmt: skip
+            need = [min(2 * (p - s - 1) + (v - 1) * p if v > 1 else p - s - 1, m * v)
+                    for s in range(p)]  # fmt: skip
+            short = [s for s in range(p) if warm[s] < need[s]]
+            why = (
+                f"stage {short[0]} runs {warm[short[0]]} warm-up forwards where Megatron's "
+                f"order runs 2(p-s-1) + (v-1)p = {need[short[0]]}: with a shorter warm-up "
+                "each backward waits for the next stage's message"
+                if short
+                else "a stage waits for a message it could have had earlier"
+            )
+            raise CheckFailure(
+                f"[{label}] the right bubble with free messages, but with t_comm = {_T_COMM} "
+                f"per message between stages it takes {span:.4g} where Megatron's order takes "
+                f"{want:.4g}: {why}."
+            )
     return (
         f"{len(cases)} interleaved schedules valid, bubble (p-1)/(v m+p-1) exact (fill and "
         "drain v times shorter than 1F1B's), stash within Megatron's warm-up + 1"

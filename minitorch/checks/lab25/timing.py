@@ -20,7 +20,8 @@ import numpy as np
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, plain, rng
 from minitorch.checks.errors import CheckFailure
-from minitorch.checks.lab25._sched import audit, random_schedule, reference_1f1b
+from minitorch.checks.lab25._sched import OWN, audit, random_schedule, reference_1f1b
+from minitorch.checks.lab25._sched import reference_interleaved as _interleaved
 
 __all__ = ["check_simulate"]
 
@@ -29,6 +30,7 @@ _BLOCKS = (
     "minitorch.parallel.pipeline_exec:simulate",
     "minitorch.parallel.pipeline_exec:simulate_on_world",
     "minitorch.parallel.pipeline_exec:_walk",  # the stage-advancing loop, given a visitor
+    *OWN,
 )
 
 
@@ -55,24 +57,6 @@ def _predictions(predict: Callable[..., Any]) -> int:
                     hint = "with v chunks each slot is 1/v as long: the p - 1 fill slots shrink"
             raise CheckFailure(f"[p={p}, m={m}, v={v}] predicted {got!r}, want {want:.6f}: {hint}.")
     return len(cases)
-
-
-def _interleaved(p: int, m: int, v: int) -> list:
-    """Megatron's interleaved order, written out for the grader (m a multiple of p)."""
-
-    def mc(k: int, fwd: bool) -> tuple[int, int]:
-        g, w = divmod(k, p * v)
-        c = w // p
-        return g * p + w % p, c if fwd else v - 1 - c
-
-    out = []
-    for s in range(p):
-        warm = min(2 * (p - s - 1) + (v - 1) * p, m * v)
-        ops = [("F", *mc(k, True)) for k in range(warm)]
-        for k in range(m * v - warm):
-            ops += [("F", *mc(warm + k, True)), ("B", *mc(k, False))]
-        out.append(ops + [("B", *mc(k, False)) for k in range(m * v - warm, m * v)])
-    return out
 
 
 # one stage, two chunks: F of each microbatch through chunk 0 then 1, backwards in reverse

@@ -6,7 +6,9 @@ stashes what backward needs and sends its output on (the last stage computes the
 microbatch's loss divided by m); a backward receives the gradient of its output, runs the
 stage's backward and sends the gradient of its input back. The check trains the float64
 GPT (one block per stage, untied head) for a few SGD steps under GPipe and 1F1B, on
-SimWorld (2-3 stages) and then once on 2 gloo processes, and compares every weight and loss
+SimWorld (2-3 stages, each in its own forked process: messages, bytes, dtypes and the
+order of sends and receives are the router's record in the grader's process) and then once
+on 2 gloo processes, and compares every weight and loss
 with ONE process training the whole model on the whole batch, to 1e-10.
 Budget: exactly one message per microbatch per stage boundary and direction, holding the
 activation (or its gradient) and nothing else (bytes counted), sent and received in the
@@ -18,7 +20,6 @@ on the gloo ranks torch.distributed's own calls raise while it runs.
 from __future__ import annotations
 
 import inspect
-import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +28,8 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded
-from minitorch.checks.errors import CheckFailure, ReferenceCalledError, StudentError
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import run_ranks
 from minitorch.checks.lab25.workers import (
     REFERENCE,
     op_events,
@@ -35,10 +37,16 @@ from minitorch.checks.lab25.workers import (
     stage_ops,
     train_stage,
 )
-from minitorch.comm.simworld import DeadlockError, SimWorld
-from minitorch.comm.torchdist import RankError, launch
+from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_pipeline_train"]
+
+_GLOO = (
+    "[2 gloo processes] Your function passed on the simulated world, but {why}. On a rank it "
+    "is defined from its own source text in a fresh process where only np, numpy, Tensor and "
+    "cross_entropy are defined (keep it self-contained: imports and helpers inside the "
+    "function), and it may not call torch."
+)
 
 _TEACHING: list[dict[str, Any]] = [
     {"seed": 1, "p": 2, "m": 4, "batch": 4, "schedule": "1f1b", "steps": 2, "lr": 0.5},
@@ -63,34 +71,6 @@ def _relabel(exc: StudentError, where: str) -> StudentError:
     out = StudentError(f"[{where}] " + str(exc).replace(" (called with )", ""))
     out.__cause__ = exc.__cause__
     return out
-
-
-def _gloo_failure(exc: RankError, label: str) -> Exception:
-    """A short message for a rank that raised, died or hung: its exception line, a hint."""
-    text = str(exc)
-    lines = [ln for ln in text.splitlines() if re.match(r"^[\w.]+(Error|Exception|Failure)\b", ln)]
-    why = re.sub(r" \(called with .*\)\.?$", "", lines[-1] if lines else text)
-    why = why.removeprefix("minitorch.checks.errors.StudentError: ")
-    where = f"[{label}, 2 gloo processes]"
-    graded = re.match(r"minitorch\.checks\.errors\.(CheckFailure|ReferenceCalledError): (.*)", why)
-    if graded:  # a check of the rank program (the reference guard) failed on that rank
-        kind = ReferenceCalledError if graded[1] == "ReferenceCalledError" else CheckFailure
-        return kind(f"{where} {graded[2]}")
-    if "is not allowed in this exercise" in text:
-        return CheckFailure(f"{where} {why.partition(': ')[2] or why}.")
-    first = text.splitlines()[0] if text else ""
-    if re.match(r"rank \S+ died", first):
-        return StudentError(f"{where} {first} while running your function.")
-    if re.match(r"rank \S+ timed out", first):
-        return StudentError(
-            f"{where} {first}: it passed on the simulated world, so look for a "
-            "recv that no send matches on real processes (the same tag on both ends)."
-        )
-    return StudentError(
-        f"{where} {why}. The function runs on each rank from its own source text: only np, "
-        "numpy, Tensor and cross_entropy are defined there, so keep it self-contained "
-        "(imports and helpers inside the function)."
-    )
 
 
 def _order(case: dict[str, Any], outs: list[dict], label: str) -> None:
@@ -188,17 +168,30 @@ def check_pipeline_train(pipeline_train_step: Callable[..., Any], real: bool = T
     raw = getattr(pipeline_train_step, "fn", pipeline_train_step)
 
     for case in cases:
-        world = SimWorld(case["p"])
-        try:
-            outs = guarded(lambda w=world, c=case: w.run(train_stage, raw, c), "25.5", REFERENCE)()
+        p, where = case["p"], f"{case['label']}, simulated world"
+        try:  # each stage in its own process; messages, bytes and order are the router's
+            run = run_ranks(guarded(train_stage, "25.5", REFERENCE), SimWorld(p), [(raw, case)] * p)
         except StudentError as exc:
-            if not isinstance(exc.__cause__, DeadlockError):
-                raise _relabel(exc, f"{case['label']}, simulated world") from exc.__cause__
+            raise _relabel(exc, where) from exc.__cause__
+        except CheckFailure as exc:
+            if not str(exc).startswith("deadlock"):
+                exc.args = (f"[{where}] {exc}",)
+                raise
             raise CheckFailure(
-                f"[{case['label']}, simulated world] the stages deadlock ({exc.__cause__}): a "
-                "recv waits for a message nobody sends. Sender and receiver must compute the "
-                "same tag for the same message (say 2j forward, 2j + 1 backward)."
+                f"[{where}] the stages deadlock ({exc}) A recv waits for a message nobody "
+                "sends: sender and receiver must compute the same tag for the same message "
+                "(say 2j forward, 2j + 1 backward)."
             ) from None
+        outs = [
+            dict(
+                o,
+                messages=run.messages[r],
+                bytes=run.bytes[r],
+                dtypes=sorted(run.dtypes[r]),
+                events=run.events[r],
+            )
+            for r, o in enumerate(run.results)
+        ]
         _compare(case, outs, "simulated world")
     if not real:
         return f"{len(cases)} simulated pipelined trainings equal one process to 1e-10"
@@ -210,12 +203,10 @@ def check_pipeline_train(pipeline_train_step: Callable[..., Any], real: bool = T
             "[2 gloo processes] the check sends your function's source text to the ranks: "
             "define pipeline_train_step with a plain `def` in a notebook cell."
         ) from None
-    try:
-        runs = launch(
-            "minitorch.checks.lab25.workers:train_gloo", 2, source, raw.__name__, gloo, timeout=90.0
-        )
-    except RankError as exc:
-        raise _gloo_failure(exc, " and ".join(c["label"] for c in gloo)) from None
+    from minitorch.checks.ranks import launch_learner
+
+    runs = launch_learner("minitorch.checks.lab25.workers:train_gloo", 2, source, raw.__name__,
+                          gloo, advice=_GLOO, timeout=120.0)  # fmt: skip
     for k, case in enumerate(gloo):
         _compare(case, [runs[0][k], runs[1][k]], "2 gloo processes")
     steps = sum(c["steps"] for c in cases + gloo)

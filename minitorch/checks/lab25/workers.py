@@ -2,26 +2,27 @@
 
 :func:`train_stage` builds the case's tiny GPT (float64, untied head), keeps this rank's
 stage of :func:`minitorch.parallel.pipeline_stage.split_gpt`, and trains it for a few SGD
-steps with the learner's ``pipeline_train_step(comm, stage, ops, inputs, targets)``; the same
-function runs on the simulated world and on real gloo ranks (:func:`train_gloo`, where the
-learner's function arrives as source text). :func:`single_process` is the ground truth:
-the whole model trained on the whole batch in one process.
-
-The learner's function never sees the communicator itself (see :mod:`minitorch.checks.ranks`):
-it gets the Communicator protocol only of a :class:`~minitorch.checks.ranks.CountingComm`
-whose every payload passes :func:`payload` (numbers, not a Tensor or None), and on a gloo
-rank torch.distributed's own collectives and point-to-point calls raise while it runs.
+steps with the learner's ``pipeline_train_step(comm, stage, ops, inputs, targets)`` on the
+simulated world, where each stage is its own forked process (``harness.run_ranks``: the
+router's record of messages, bytes, dtypes and order is what the check reads; the
+:class:`~minitorch.checks.ranks.CountingComm` in the child only gives :func:`payload`'s
+teaching errors). :func:`train_gloo` does the same on real gloo ranks, each call of the
+learner's function in a sealed forked child of the rank (``ranks.on_gloo_rank``: torch is a
+forbidden call; the rank counts). :func:`single_process` is the ground truth: the whole
+model trained on the whole batch in one process.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from minitorch.autograd import Tensor, cross_entropy
-from minitorch.checks.ranks import CountingComm, protocol_only, sealed_torch_distributed
+from minitorch.checks.ranks import LEARNER, CountingComm, on_gloo_rank, protocol_only
 from minitorch.model.config import GPTConfig
 from minitorch.model.gpt import GPT
 from minitorch.parallel.pipeline_stage import split_gpt
@@ -143,13 +144,64 @@ def train_stage(comm: Any, fn: Callable[..., Any], case: dict[str, Any]) -> dict
     }
 
 
-def train_gloo(comm: Any, source: str, name: str, cases: list[dict[str, Any]]) -> list:
-    """On a gloo rank: define the learner's ``name`` from ``source``, run every case guarded."""
-    from minitorch.checks.core import guarded
+def _maker(source: str, name: str) -> Callable[[], Callable[..., Any]]:
+    """The learner's ``name`` (compiled here as the learner's, defined only in the sealed
+    child, with np, numpy, Tensor and cross_entropy in scope), wrapped so that the child
+    returns what the rank process needs back: the loss and every parameter's gradient."""
+    code = compile(source, f"{LEARNER}{name}>", "exec")
 
-    namespace: dict[str, Any] = {"np": np, "numpy": np, "__name__": "__a2s_rank__"}
-    namespace.update(Tensor=Tensor, cross_entropy=cross_entropy)
-    with sealed_torch_distributed(comm):
-        exec(compile(source, f"<{name} on rank {comm.rank}>", "exec"), namespace)
-        fn = guarded(namespace[name], "25.5", REFERENCE, forbid=())
-        return [train_stage(comm, fn, case) for case in cases]
+    def make() -> Callable[..., Any]:
+        module = types.ModuleType("__a2s_rank__")
+        module.__dict__.update(np=np, numpy=np, Tensor=Tensor, cross_entropy=cross_entropy)
+        sys.modules[module.__name__] = module
+        exec(code, module.__dict__)
+        fn = module.__dict__[name]
+
+        def step(comm: Any, stage: Any, ops: list, inputs: list, targets: list) -> Any:
+            loss = fn(comm, stage, ops, inputs, targets)
+            grads = [None if t.grad is None else np.array(t.grad) for t in stage.parameters()]
+            return loss, grads
+
+        return step
+
+    return make
+
+
+def train_gloo(comm: Any, source: str, name: str, cases: list[dict[str, Any]]) -> list:
+    """On a gloo rank: every case's steps, each call of the learner's ``name`` in a sealed
+    forked child of this rank (:func:`~minitorch.checks.ranks.on_gloo_rank`: torch is a
+    forbidden call there); the messages, bytes, dtypes and order are this rank's count."""
+    make = _maker(source, name)
+    out: list[dict[str, Any]] = []
+    for case in cases:
+        model, x, y = case_data(case)
+        stage = split_gpt(model, comm.world_size)[comm.rank]
+        m = case["m"]
+        inputs, targets = np.split(x, m), np.split(y, m)
+        ops = stage_ops(case["schedule"], comm.world_size, m, comm.rank)
+        params = list(stage.parameters())
+        rec: dict[str, Any] = {"losses": [], "messages": 0, "bytes": 0, "dtypes": set(),
+                               "events": []}  # fmt: skip
+        comm.barrier()
+        for _ in range(case["steps"]):
+            (loss, grads), log = on_gloo_rank(
+                comm, make, stage, list(ops), list(inputs), list(targets), exercise="25.5",
+                blocks=REFERENCE, payload=payload,
+            )  # fmt: skip
+            comm.flush()
+            rec["losses"].append(loss)
+            for key in ("messages", "bytes"):
+                rec[key] += log[key]
+            rec["dtypes"] |= set(log["dtypes"])
+            rec["events"] += log["events"]
+            if any(g is None for g in grads):
+                rec["error"] = f"stage {comm.rank}: {sum(g is None for g in grads)} parameters got "
+                rec["error"] += "no gradient"
+                break
+            for t, g in zip(params, grads, strict=True):
+                t.grad = np.asarray(g)
+            _sgd(params, case["lr"])
+        rec["params"] = [np.array(t.data) for t in params]
+        rec["dtypes"] = sorted(rec["dtypes"])
+        out.append(rec)
+    return out
