@@ -17,9 +17,9 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded, plain
-from minitorch.checks.errors import CheckFailure
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import run_ranks
 from minitorch.checks.lab26.workers import _route, moe_loop
-from minitorch.checks.ranks import CountingComm, protocol_only
 from minitorch.comm.protocol import Communicator
 from minitorch.comm.simworld import SimWorld
 
@@ -28,6 +28,9 @@ __all__ = ["check_expert_parallel", "moe_case"]
 REFERENCE = (
     "minitorch.parallel.expert:expert_parallel_moe",
     "minitorch.parallel.expert:global_positions",
+    "minitorch.parallel.expert:expert_mlp",
+    "minitorch.checks.lab26.workers:moe_loop",  # the grader's own ground truth
+    "minitorch.checks.lab26.expert:_remote_rows",
 )
 
 
@@ -79,20 +82,19 @@ def _remote_rows(case: dict) -> list[int]:
 
 
 def _program(comm: Communicator, fn: Callable[..., Any], case: dict) -> dict:
+    """One rank (its own forked process): its tokens and experts; the router counts bytes."""
     p, r = comm.world_size, comm.rank
     per = len(case["experts"]) // p
-    counting = CountingComm(comm)
     x = np.split(case["x"], p)[r].copy()
     local = [tuple(a.copy() for a in w) for w in case["experts"][r * per : (r + 1) * per]]
     got = plain(
-        fn(protocol_only(counting), x, case["w_router"].copy(), local, case["k"], case["cf"]),
-        case=case["label"],
+        fn(comm, x, case["w_router"].copy(), local, case["k"], case["cf"]), case=case["label"]
     )
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise CheckFailure(f"[{case['label']}] return a pair (y, dropped).")
     y, dropped = got
     y = np.asarray(y, np.float64)
-    return {"y": y, "dropped": int(dropped), "float": counting.float_bytes}
+    return {"y": y, "dropped": int(dropped)}
 
 
 @grader("26.3", blocks=REFERENCE)
@@ -121,11 +123,16 @@ def check_expert_parallel(expert_parallel_moe: Callable[..., Any]) -> str:
             )
         )
     raw = getattr(expert_parallel_moe, "fn", expert_parallel_moe)
+    student = guarded(raw, "26.3", REFERENCE)
     drops = sent = 0
     for case in cases:
         p, d, tag = case["p"], case["x"].shape[1], f"[{case['label']}]"
-        world = SimWorld(p)
-        outs = guarded(lambda w=world, c=case: w.run(_program, raw, c), "26.3", REFERENCE)()
+        try:
+            run = run_ranks(_program, SimWorld(p), [(student, case)] * p)
+        except (StudentError, CheckFailure) as exc:
+            exc.args = (f"{tag} {exc}",)
+            raise
+        outs = [dict(o, float=run.float_bytes(r)) for r, o in enumerate(run.results)]
         want, want_dropped = moe_loop(case)
         got = (
             np.concatenate([o["y"] for o in outs])
@@ -135,7 +142,15 @@ def check_expert_parallel(expert_parallel_moe: Callable[..., Any]) -> str:
         if got is None or not np.allclose(got, want, rtol=0, atol=1e-10):
             local, _ = moe_loop(case, p_local=p)
             no_drop, _ = moe_loop(dict(case, cf=1e9))
-            if got is not None and np.allclose(got, local, rtol=0, atol=1e-10):
+            token_major, _ = moe_loop(case, token_major=True)
+            if got is not None and np.allclose(got, token_major, rtol=0, atol=1e-10):
+                hint = (
+                    "your drops follow token order, each token's k choices together. One process "
+                    "fills the experts with every token's FIRST choice (rank 0's tokens first) "
+                    "before any SECOND choice: a second choice never takes a slot from a later "
+                    "token's first choice."
+                )
+            elif got is not None and np.allclose(got, local, rtol=0, atol=1e-10):
                 hint = (
                     "you decided the drops per rank (local capacity, local order). One process "
                     "ranks every first choice of the WHOLE batch, in token order (rank 0's "
@@ -147,10 +162,21 @@ def check_expert_parallel(expert_parallel_moe: Callable[..., Any]) -> str:
                     "no assignment was dropped: an expert takes at most "
                     "capacity = ceil(k N / E * cf) rows."
                 )
-            else:
+            elif (
+                got is not None
+                and case["k"] > 1
+                and np.allclose(got, moe_loop(case, raw_gates=True)[0], rtol=0, atol=1e-10)
+            ):
                 hint = (
-                    "check the gate weighting (top-2 gates renormalized to sum to 1) and that each "
-                    "output row returns to the token (and rank) it came from."
+                    "the top-k gates were used as the softmax gave them: renormalize them over "
+                    "the k chosen experts so they sum to 1 (lab 10's top_k_gating does)."
+                )
+            else:
+                err = float(np.max(np.abs(got - want))) if got is not None else float("nan")
+                hint = (
+                    f"off by up to {err:.2e}. Check that each output row returns to the token "
+                    "(and rank) it came from, weighted by its gate, and which assignments are "
+                    "dropped (capacity ceil(k N / E cf) for the global N)."
                 )
             raise CheckFailure(f"{tag} y differs from the single-process MoE: {hint}")
         got_dropped = sum(o["dropped"] for o in outs)

@@ -17,9 +17,15 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, guarded
-from minitorch.checks.errors import CheckFailure
-from minitorch.checks.lab26.workers import RING_REF, full_attention, ring_program, unscaled_ring
-from minitorch.checks.ranks import launch_source
+from minitorch.checks.errors import CheckFailure, StudentError
+from minitorch.checks.harness import run_ranks
+from minitorch.checks.lab26.workers import (
+    RING_REF,
+    full_attention,
+    ring_program,
+    ring_variant,
+    unscaled_ring,
+)
 from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_ring_attention", "ring_cases"]
@@ -72,11 +78,31 @@ def compare(case: dict, outs: list[dict], where: str) -> None:
         )
     want = full_attention(q, k, v, causal)
     if not np.allclose(got, want, rtol=0, atol=1e-10):
+        running = {
+            (a, d): ring_variant(q, k, v, causal, p, acc=a, den=d)
+            for a, d in ((False, False), (False, True), (True, False))
+        }
         if np.allclose(got, unscaled_ring(q, k, v, causal, p), rtol=0, atol=1e-10):
             hint = (
-                "you added partial softmaxes taken against different maxima. When the running "
-                "max grows from m to m', multiply the old accumulator AND the old sum by "
-                "exp(m - m') before adding the new block (the online-softmax rescaling)."
+                "you took each block's exponentials against that block's OWN max and added them "
+                "as they are: the blocks' terms are then on different scales. Keep one running "
+                "max m per query row; when a block raises it to m', multiply the accumulator and "
+                "the sum by exp(m - m') before adding the block's terms (the online softmax)."
+            )
+        elif np.allclose(got, running[False, False], rtol=0, atol=1e-10):
+            hint = (
+                "the running max grew but the old accumulator and the old sum kept their scale: "
+                "when m becomes m', multiply BOTH by exp(m - m') before adding the new block."
+            )
+        elif np.allclose(got, running[False, True], rtol=0, atol=1e-10):
+            hint = (
+                "you rescaled the running sum but not the accumulator: when m becomes m', "
+                "multiply the accumulator (the weighted sum of V) by exp(m - m') too."
+            )
+        elif np.allclose(got, running[True, False], rtol=0, atol=1e-10):
+            hint = (
+                "you rescaled the accumulator but not the running sum: when m becomes m', "
+                "multiply the sum of exponentials by exp(m - m') too."
             )
         elif np.allclose(got, full_attention(q, k, v, not causal), rtol=0, atol=1e-10):
             hint = "you got the non-causal answer." if causal else "you masked a non-causal case."
@@ -103,22 +129,78 @@ def compare(case: dict, outs: list[dict], where: str) -> None:
             )
 
 
+def _launch(raw: Callable[..., Any], gloo: list[dict]) -> list:
+    """The learner's source on 2 gloo ranks, one launch; a rank's failure is the learner's."""
+    import inspect
+    import textwrap
+
+    from minitorch.checks.ranks import launch_learner
+
+    try:
+        source = textwrap.dedent(inspect.getsource(raw))
+    except (OSError, TypeError):
+        raise CheckFailure(_SOURCE.format(why="its source code cannot be read")) from None
+    target = "minitorch.checks.lab26.workers:ring_gloo"
+    return launch_learner(target, 2, source, raw.__name__, gloo, advice=_SOURCE)
+
+
+def simulated(raw: Any, case: dict, exercise: str, blocks: tuple[str, ...]) -> list[dict]:
+    """One attention case on the simulated world, each rank in its own forked process; the
+    bytes per peer are the router's record (here), never the rank's own."""
+    p = case["p"]
+    student = guarded(raw, exercise, blocks, forbid=("torch", "tracemalloc"))
+    try:
+        run = run_ranks(ring_program, SimWorld(p), [(student, case, False)] * p)
+    except (StudentError, CheckFailure) as exc:
+        exc.args = (f"[{case['label']}] {exc}",)
+        raise
+    return [dict(o, to=dict(run.to[r])) for r, o in enumerate(run.results)]
+
+
+_P_MEM = 8  # ranks of the memory case: holding every foreign block is 2(p-1) = 14 blocks
+_HELD = 13.0  # K or V blocks a rank may allocate at once (measured: the ring 9, keeping all 20)
+
+
+def _one_block_at_a_time(raw: Any) -> float:
+    """The ring holds one foreign K/V pair at a time: on p = 8 ranks with blocks much larger
+    than the scores, every allocation of a rank's call is measured (tracemalloc, in its own
+    process); keeping the received blocks, or gathering them, goes far over."""
+    case = _case(11, _P_MEM, 1, 4, 512, False, 1.0, f"p={_P_MEM}, 1 head, 4 rows, d=512")
+    outs = simulated(raw, case, "26.1", RING_REF)
+    compare(case, outs, "simulated world")
+    block = case["k"].nbytes // _P_MEM
+    most = max(o["allocated"] for o in outs) / block
+    if most > _HELD:
+        raise CheckFailure(
+            f"[{case['label']}] right values and bytes, but a rank allocated {most:.1f} K/V "
+            f"blocks' worth at once (measured with tracemalloc in the rank's process; the "
+            f"budget is {_HELD:g}): each rank holds ONE foreign block at a time. Use the block "
+            "you hold, send it on, then replace it with the one you receive: keeping every "
+            "received block (to compute at the end) needs the memory ring attention avoids."
+        )
+    return most
+
+
 @grader("26.1", blocks=RING_REF)
 def check_ring_attention(ring_attention: Callable[..., Any], real: bool = True) -> str:
     """Exercise 26.1: ring attention equals full attention; K/V only around the ring."""
     cases = ring_cases()
     raw = getattr(ring_attention, "fn", ring_attention)
     for case in cases:
-        world = SimWorld(case["p"])
-        outs = guarded(lambda w=world, c=case: w.run(ring_program, raw, c), "26.1", RING_REF)()
+        outs = simulated(raw, case, "26.1", RING_REF)
         compare(case, outs, "simulated world")
+    held = _one_block_at_a_time(raw)
     if not real:
-        return f"{len(cases)} simulated cases (p = 2..4) equal full attention, ring bytes exact"
+        return (
+            f"{len(cases)} simulated cases (p = 2..4) equal full attention, ring bytes exact; "
+            f"at most {held:.1f} blocks' worth allocated at once on p = {_P_MEM}"
+        )
     gloo = [ring_cases(0)[0], _case(7, 2, 2, 3, 3, True, 2.0, "p=2, causal")]
-    runs = launch_source(raw, "minitorch.checks.lab26.workers:ring_gloo", 2, gloo, advice=_SOURCE)
+    runs = _launch(raw, gloo)
     for i, case in enumerate(gloo):
         compare(case, [runs[0][i], runs[1][i]], "2 gloo processes")
     return (
         f"{len(cases)} simulated (p = 2..4) and {len(gloo)} real (2 gloo processes) cases equal "
-        f"full attention to 1e-10; each rank sent exactly 2(p-1) K/V blocks, to its neighbour only"
+        "full attention to 1e-10; each rank sent exactly 2(p-1) K/V blocks, to its neighbour "
+        f"only; at most {held:.1f} blocks' worth allocated at once on p = {_P_MEM}"
     )
