@@ -257,6 +257,18 @@ def test_server_holds_budget_seats_and_clock(name, match):
     rejects(lab28.check_server, getattr(attacks, name), match=match)
 
 
+def test_server_runs_no_learner_code_unguarded():
+    from tests.checks.test_lab28_attacks import server_layer_calls_the_reference, server_subclass
+
+    rejects(lab28.check_server, server_subclass, match="not lab 19's Engine")
+    rejects(
+        lab28.check_server,
+        server_layer_calls_the_reference,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
 def test_kv_usage_rejects_held_equal_to_the_bound():
     from tests.checks.test_lab28_attacks import kv_held_is_bound
 
@@ -285,6 +297,9 @@ MUSTS = [
      "test_server_holds_budget_seats_and_clock"),
     ("28.1", "the schedule is lab 19's `Engine` with exactly this configuration",
      "test_server_holds_budget_seats_and_clock"),
+    ("28.1", "Return the course's classes themselves (`Engine`, `PagedGPT`, `Int8PagedKVCache`, "
+     "no subclasses, the Engine's own step function)",
+     "test_server_runs_no_learner_code_unguarded"),
     ("28.2", "the served run must need at least 3x fewer forward passes and token positions "
      "than no-cache decoding", "test_work_counts_bar_is_enforced"),
     ("28.2", "**bar: at least 3x fewer passes and 3x fewer token positions than the baseline.**",

@@ -164,6 +164,25 @@ def server_subclass(model, num_blocks, block_size, token_budget, max_num_seqs, c
     return engine
 
 
+def server_layer_calls_the_reference(model, num_blocks, block_size, token_budget, max_num_seqs,
+                                     cost=None):  # fmt: skip
+    """The course's classes, but one layer of the served model runs code of the learner's
+    while serving: it builds the reference server, once per call (a probe of the guard)."""
+    engine = build_server(model, num_blocks, block_size, token_budget, max_num_seqs, cost)
+    layer = engine.runner.model.blocks[0].attn.q_proj
+    base = type(layer)
+
+    class Probe(base):
+        def forward(self, x):
+            from minitorch.runtime.quant_serving import quant_engine
+
+            quant_engine(model, num_blocks=4, block_size=4, token_budget=4, max_num_seqs=1)
+            return base.forward(self, x)
+
+    layer.__class__ = Probe
+    return engine
+
+
 # --------------------------------------------------------------------------- 28.2 work
 def work_counts(requests, result):
     base_p = sum(r.max_new_tokens for r in requests)
@@ -327,6 +346,16 @@ def kv_forged_bound(engine):
     """Keeps within the bound by reporting one block more of it than there is."""
     out = kv_usage(engine)
     return {**out, "bound": max(out["bound"], out["held"]) + 1}
+
+
+def kv_clears_the_engine(engine):
+    """Answers once, then frees every sequence: every later call reads an empty engine."""
+    out = kv_usage(engine)
+    for seq in list(engine.scheduler.running):
+        engine.blocks.free(seq.seq_id)
+    engine.scheduler.running.clear()
+    engine.scheduler.waiting.clear()
+    return out
 
 
 # --------------------------------------------------------------------------- 28.4 report
@@ -493,6 +522,13 @@ ATTEMPTS = [
     ),
     cheat(
         "28.1",
+        "a served layer calls quant_engine",
+        lambda: S(server_layer_calls_the_reference),
+        "reference",
+        REF,
+    ),
+    cheat(
+        "28.1",
         "an FP32 cache renamed",
         lambda: S(server_truth_cache),
         "not lab 19's Int8PagedKVCache",
@@ -521,6 +557,12 @@ ATTEMPTS = [
     cheat("28.3", "calls kv_bytes_per_token", lambda: K(kv_via_bytes_per_token), "reference", REF),
     cheat("28.3", "the grader's _truth", lambda: K(kv_via_truth), "reference", REF),
     cheat("28.3", "torch", lambda: K(kv_torch), "torch", FORBID),
+    cheat(
+        "28.3",
+        "empties the engine after one answer",
+        lambda: K(kv_clears_the_engine),
+        "never change it",
+    ),
     cheat("28.3", "a bound forged upwards", lambda: K(kv_forged_bound), "bound = "),
     honest("28.4", "the lab's pipeline", lambda: R(report)),
     honest("28.4", "np.quantile, a usage log, its own pieces", lambda: R(report_quantiles)),

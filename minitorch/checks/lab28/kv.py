@@ -17,9 +17,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from minitorch.checks.cases import fresh
-from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, plain
+from minitorch.checks.core import (
+    CheckFailure,
+    StudentError,
+    assert_true,
+    fresh_rng,
+    grader,
+    plain,
+)
 from minitorch.model.checkpoint import load_pretrained
-from minitorch.runtime.engine import CostModel
+from minitorch.runtime.engine import CostModel, Engine
 from minitorch.runtime.quant_serving import LAB_SERVING, capstone_workload, quant_engine
 
 __all__ = ["check_kv_usage"]
@@ -135,7 +142,24 @@ def check_kv_usage(kv_usage: Callable[..., Any]) -> str:
 
         engine.step_fn = step
         engine.scheduler.schedule = between  # type: ignore[method-assign]
-        engine.run(reqs)
+        try:
+            result = engine.run(reqs)
+        except (CheckFailure, StudentError):
+            raise
+        except Exception as exc:  # the engine broke between the learner's calls
+            raise CheckFailure(
+                f"[{label}] the engine failed while serving ({type(exc).__name__}: {exc}): "
+                "kv_usage must only read the engine, never change it."
+            ) from None
+        sim = Engine(None, cost=CostModel(), **config).run(reqs)  # the same schedule, no model
+        assert_true(
+            len(result.steps) == len(sim.steps)
+            and all(len(s.output) == s.max_new_tokens for s in result.seqs),
+            f"[{label}] the engine served {len(result.steps)} steps and "
+            f"{sum(len(s.output) for s in result.seqs)} tokens, not the {len(sim.steps)} steps "
+            f"and {sum(r.max_new_tokens for r in reqs)} tokens of its workload: kv_usage must "
+            "only read the engine, never change it.",
+        )
     assert below, "the workloads never held fewer blocks than the bound"  # a grader bug
     return (
         f"KV usage exact before and after {steps} engine steps over {len(runs)} runs (1 fresh), "
