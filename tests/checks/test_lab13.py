@@ -15,6 +15,45 @@ from tests.helpers.graders import rejects
 pytestmark = pytest.mark.lab13
 
 
+MUSTS = [
+    ("13.1", "**empty exactly when** the graph is well formed", "test_attempt"),
+    ("13.1", "no name is defined twice", "test_verify_without_the_ssa_rule_is_rejected"),
+    ("13.1", "every input of a node is defined by an *earlier* node",
+     "test_verify_accepting_use_before_def_is_rejected"),
+    ("13.1", "every output names a defined value", "test_attempt"),
+    ("13.1", "an op node's `shape` and `dtype` are what its op gives",
+     "test_verify_ignoring_shapes_is_rejected"),
+    ("13.2", "Raise `ValueError` when the op is illegal on those shapes",
+     "test_left_aligned_broadcasting_is_rejected"),
+    ("13.2", "Numpy's broadcasting helpers and making arrays to run the op on are not allowed",
+     "test_infer_shape_with_numpy_broadcast_is_rejected"),
+    ("13.2", "far too large to allocate", "test_infer_shape_running_the_op_on_arrays_is_rejected"),
+    ("13.2", '`infer_shape("sub", [(2, 1, 3), (5, 1)], {}) == (2, 5, 3)`',
+     "test_left_aligned_broadcasting_is_rejected"),
+    ("13.3", "`Graph.op` (which would infer it for you) is blocked", "test_attempt"),
+    ("13.3", "a `Tensor` the function holds (a weight) becomes **one** constant node",
+     "test_trace_with_a_constant_per_use_is_rejected"),
+    ("13.3", "the node is `sub(%c, %x)`, order kept", "test_trace_swapping_operands_is_rejected"),
+    ("13.3", "a Python number becomes a 0-d constant in the other operand's dtype",
+     "test_trace_with_float64_numbers_is_rejected"),
+    ("13.3", "axes sorted and non-negative", "test_attempt"),
+    ("13.3", "they must be made of `ir.Graph` and `ir.Node` objects",
+     "test_trace_returning_a_graph_subclass_is_rejected"),
+    ("13.4", "compares with eager execution bit for bit, dtype included", "test_attempt"),
+    ("13.4", "`relu` is `np.maximum(x, 0)` (so $-0.0$ never appears)", "test_attempt"),
+    ("13.4", "`mean` is `sum / count` cast back to the input dtype",
+     "test_run_with_a_float64_mean_is_rejected"),
+    ("13.4", "Calling the autograd package (the eager ops) is not allowed",
+     "test_run_calling_eager_ops_is_rejected"),
+    ("13.5", "Count only operations (no placeholders, constants, `get_attr` or `output`)",
+     "test_fx_counting_placeholders_is_rejected"),
+    ("13.5", "name fx's targets in the IR's words", "test_fx_without_renaming_is_rejected"),
+    ("13.5", "each dict must count its own side",
+     "test_fx_copying_our_counts_for_theirs_is_rejected"),
+    ("13.5", 'ours["matmul"] == theirs["matmul"] == 6', "test_attempt"),
+]  # fmt: skip
+
+
 # --------------------------------------------------------------------------- correct answers
 def verify(graph: Graph) -> list[str]:
     """Every problem of ``graph``: SSA, topological order, uses defined, shapes consistent."""

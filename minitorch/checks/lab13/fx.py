@@ -77,7 +77,10 @@ def _one(
     return sum(ours.values())
 
 
-@grader("13.5", blocks=("minitorch.compiler.ir:op_counts",))
+@grader(
+    "13.5",
+    blocks=("minitorch.compiler.ir:op_counts", "minitorch.checks.lab13.common:fx_counts"),
+)
 def check_compare_fx(compare: Callable[..., Any]) -> str:
     """Exercise 13.5: ``compare(graph, fx_nodes) -> (ours, fx's)`` op counts by kind."""
     ops = 0

@@ -123,10 +123,12 @@ def _one(
     got = read_graph(call(student, label, fn, [x.copy()]), label)
     problems = verify(got)
     dtypes = any("float64" in p for p in problems)
+    axes = any("out of range" in p for p in problems)
     assert_true(
         not problems,
         f"[{label}] your graph is not well formed: {problems[:3]}"
-        + (f" {_DTYPE}" if dtypes else ""),
+        + (f" {_DTYPE}" if dtypes else "")
+        + (f" {_ORDER}" if axes else ""),
     )
     assert_true(
         same_structure(got, want),
