@@ -5,9 +5,10 @@ from __future__ import annotations
 from itertools import pairwise
 
 import numpy as np
+import pytest
 
 from minitorch.checks import lab20
-from minitorch.checks.core import ReferenceCalledError, StudentError
+from minitorch.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from minitorch.comm import collectives as C
 from minitorch.comm import cost
 from tests.helpers.graders import rejects, unblocked_in
@@ -224,3 +225,62 @@ def test_predict_bytes():
         match="reference",
         error=ReferenceCalledError,
     )
+
+
+def test_a_world_of_one_sends_nothing_and_every_message_is_received():
+    """p = 1 (nothing sent) is a named case of every rank check; a message nobody receives
+    fails even when every result and byte count is right."""
+    from minitorch.checks.lab20._sim import WorldCase, compare, run_world
+
+    x = np.arange(3)
+    outs, run = run_world(broadcast, "20.1", WorldCase("p=1", [(x, 0)], [x], [0]))
+    assert run.world.bytes_sent == [0] and np.array_equal(outs[0], x)
+
+    def sends_but_nobody_receives(comm, x, root):
+        if comm.rank == root:
+            for d in range(comm.world_size):
+                if d != root:
+                    comm.send(x, d)
+        return x  # every rank was given the root's x: right values, no communication
+
+    same = WorldCase("p=3 same inputs", [(x, 0)] * 3, [x] * 3, [2 * x.nbytes, 0, 0])
+    outs, run = run_world(sends_but_nobody_receives, "20.1", same)
+    assert run.unreceived == [(0, 1, 0, 1), (0, 2, 0, 1)]
+    with pytest.raises(CheckFailure, match="never received"):
+        compare(same, outs, run, value_hint=lambda *a: "", budget_hint=lambda s: "")
+
+
+def test_all_gather_of_reduce_scatter_is_the_all_reduce():
+    from minitorch.checks.harness import run_ranks
+
+    xs = [np.arange(7) * (r + 1) for r in range(3)]
+    run = run_ranks(lambda c, x: all_gather(c, reduce_scatter(c, x)), 3, [(x,) for x in xs])
+    assert all(np.array_equal(o, sum(xs)) for o in run.results)
+    broken = run_ranks(lambda c, x: all_gather(c, reduce_scatter(c, x))[::-1].copy(), 3,
+                       [(x,) for x in xs])  # fmt: skip
+    assert not all(np.array_equal(o, sum(xs)) for o in broken.results)
+
+
+MUSTS = [
+    ("20.1", "every rank must send exactly the bytes of the algorithm the exercise names",
+     "test_broadcast"),
+    ("20.1", r"the root sends exactly $(p-1)\,n$ bytes ($n$ = `x.nbytes`), every other rank 0 "
+     "— no message to itself", "test_attempt"),
+    ("20.1", "with $p = 1$ nothing is sent and the root returns `x`",
+     "test_a_world_of_one_sends_nothing_and_every_message_is_received"),
+    ("20.1", "talks only through point-to-point messages",
+     "test_a_world_of_one_sends_nothing_and_every_message_is_received"),
+    ("20.2", r"rank 0 sends exactly $(p-1)\,n$ bytes, every other rank exactly $n$",
+     "test_attempt"),
+    ("20.2", "Integer inputs must be summed exactly", "test_all_reduce"),
+    ("20.2", "every rank returns the same array", "test_attempt"),
+    ("20.3", "Send each peer $j$ only chunk $j$ of your `x`", "test_attempt"),
+    ("20.3", "rank $r$ sends exactly $n - c_r$ bytes (every chunk but its own, once)",
+     "test_reduce_scatter"),
+    ("20.3", "concatenating the results of ranks $0..p-1$ gives the full sum", "test_attempt"),
+    ("20.4", r"rank $r$ sends exactly $(p-1)\,c_r$ bytes, straight to each peer", "test_attempt"),
+    ("20.4", "`all_gather(reduce_scatter(x))` is the all-reduce",
+     "test_all_gather_of_reduce_scatter_is_the_all_reduce"),
+    ("20.5", r"summed over ranks, the naive all-reduce sends $2(p-1)\,n$ bytes",
+     "test_predict_bytes"),
+]  # fmt: skip

@@ -77,6 +77,13 @@ def compare(
                 f"[{case.label}] rank {r} of {len(outs)} returned {_show(got)}, expected "
                 f"{_show(want)}. {hint}"
             )
+    if world.unreceived:
+        src, dst, _tag, count = world.unreceived[0]
+        raise CheckFailure(
+            f"[{case.label}] right results, but {count} message(s) from rank {src} to rank "
+            f"{dst} were never received: every rank gets its data with comm.recv (a value "
+            "read any other way is not communication)."
+        )
     sent = list(world.world.bytes_sent)
     if sent != case.budget:
         bad = next(r for r in range(len(sent)) if sent[r] != case.budget[r])

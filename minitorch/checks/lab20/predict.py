@@ -1,7 +1,8 @@
 """Grader of exercise 20.5: predict the bytes a rank sends, from the algorithm alone.
 
 The learner's ``predict_bytes(collective, n_elems, p, rank, itemsize)`` is compared with the
-closed forms written out here (not with ``minitorch.comm.cost``, which is blocked), on named
+closed forms written out here (not with ``minitorch.comm.cost``, which is blocked, nor by
+measuring the course's collectives, blocked too), on named
 cases (root and non-root, uneven chunks, p = 1) and fresh random ones.
 """
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import assert_true, fresh_rng, grader, plain, rng
+from minitorch.checks.lab20._sim import BLOCKS
 
 __all__ = ["check_predict_bytes"]
 
@@ -37,7 +39,10 @@ def _want(name: str, n: int, p: int, r: int, item: int) -> int:
     }[name]
 
 
-@grader("20.5", blocks=("minitorch.comm.cost:bytes_sent", "minitorch.comm.cost:chunk_bytes"))
+@grader(
+    "20.5",  # the model, not a measurement of the course's collectives
+    blocks=("minitorch.comm.cost:bytes_sent", "minitorch.comm.cost:chunk_bytes", *BLOCKS),
+)
 def check_predict_bytes(predict_bytes: Callable[..., Any]) -> str:
     """Exercise 20.5: bytes sent by one rank, for the four algorithms of this lab."""
     named = [(c, 10, 4, r, 4) for c in _NAMES for r in (0, 1, 3)]

@@ -72,6 +72,13 @@ def run_sim(
         if not str(exc).startswith(f"[{label}]"):
             exc.args = (f"[{label}] {exc}",)
         raise
+    if run.unreceived:
+        src, dst, _tag, count = run.unreceived[0]
+        raise CheckFailure(
+            f"[{label}] {count} message(s) from rank {src} to rank {dst} were never received: "
+            "every rank gets its data with comm.recv (a value read any other way is not "
+            "communication)."
+        )
     return run.results
 
 
