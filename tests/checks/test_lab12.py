@@ -89,8 +89,14 @@ def test_merge_rejects_the_reference():
 
 # --------------------------------------------------------------------------- 12.3
 def test_lora_memory_passes(capsys):
-    lab12.check_lora_memory(lora_memory_loop)
+    lab12.check_lora_memory(lambda layers, r, itemsize: _counts(layers, r, itemsize))
     assert "✔ Exercise 12.3 passed" in capsys.readouterr().out
+
+
+def test_lora_memory_rejects_the_graders_loop():
+    rejects(
+        lab12.check_lora_memory, lora_memory_loop, match="reference", error=ReferenceCalledError
+    )
 
 
 def _counts(layers, r, itemsize, *, moments=2, lora_bias=False):
@@ -171,3 +177,43 @@ def test_multi_adapter_rejects_the_reference():
         match="multi_adapter_forward",
         error=ReferenceCalledError,
     )
+
+
+def test_budgets_cannot_be_hidden_from_tracemalloc():
+    """Resetting or stopping tracemalloc inside the answer is a forbidden call, not a pass."""
+    from minitorch.checks.core import ForbiddenCallError
+    from tests.checks.test_lab12_attacks import (
+        bwd,
+        fwd_merged_hiding,
+        fwd_merged_stopping,
+        multi_merged_hiding,
+    )
+
+    for f in (fwd_merged_hiding, fwd_merged_stopping):
+        with pytest.raises(ForbiddenCallError, match="tracemalloc"):
+            lab12.check_lora(f, bwd)
+    with pytest.raises(ForbiddenCallError, match="tracemalloc"):
+        lab12.check_multi_adapter(multi_merged_hiding)
+
+
+# (exercise, phrase of the prose, the test that fails when the rule is broken)
+MUSTS = [
+    ("12.1", "Exercise code may not call torch", "test_attempt"),
+    ("12.1", "nor the `minitorch` reference of the function the exercise asks you to write",
+     "test_attempt"),
+    ("12.1", "**Budget:** on a $512 \\times 512$ layer (2 MiB of float64), each call may allocate "
+     "at most 512 KiB, so computing $x(W + sBA)^\\top$ or a weight gradient fails",
+     "test_budgets_cannot_be_hidden_from_tracemalloc"),
+    ("12.1", "The peak is measured with `tracemalloc`, which your code may not call",
+     "test_budgets_cannot_be_hidden_from_tracemalloc"),
+    ("12.1", "*Invariant:* with `bb = 0`, `lora_forward` equals `x @ w.T + b` and `dA = 0`",
+     "test_attempt"),
+    ("12.2", "without modifying the inputs", "test_attempt"),
+    ("12.2", "*Invariant:* `merge(w, a, 0 * bb, s)` equals `w`", "test_attempt"),
+    ("12.3", "*Invariant:* `lora_memory([(4, 3)], 1, 4) == (15, 7, 120, 56)`", "test_attempt"),
+    ("12.3", "A frozen parameter keeps only its weight", "test_attempt"),
+    ("12.4", "**Budget:** 16 rows through a $512 \\times 512$ base with 4 adapters may allocate at "
+     "most 512 KiB", "test_budgets_cannot_be_hidden_from_tracemalloc"),
+    ("12.4", "*Invariant:* with every id equal to $k$, the result is `lora_forward` with adapter "
+     "$k$", "test_attempt"),
+]  # fmt: skip

@@ -18,7 +18,7 @@ import torch
 from minitorch.checks.cases import fresh
 from minitorch.checks.compare import call_pure, close
 from minitorch.checks.core import CheckFailure, fmt_bytes, fresh_rng, grader, rng
-from minitorch.checks.lab12.lora import _BLOCKS, peak_bytes
+from minitorch.checks.lab12.lora import _BLOCKS, FORBID, peak_bytes
 
 __all__ = ["check_multi_adapter"]
 
@@ -67,7 +67,7 @@ def _hint(got: np.ndarray, x, w, b, adapters, ids) -> str:
     return _ROWS
 
 
-@grader("12.4", blocks=_BLOCKS)
+@grader("12.4", blocks=_BLOCKS, forbid=FORBID)
 def check_multi_adapter(multi_adapter_forward: Callable[..., Any]) -> str:
     """Exercise 12.4: per-row adapters match torch; no merged copy of W is built."""
     gen = rng(1204)

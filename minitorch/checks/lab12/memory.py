@@ -94,7 +94,7 @@ def _message(case: Case, got: Any, want: Any, hint: str) -> str:
     return f"[{case.label}] got {got!r}, expected {tuple(want)!r}. {hint}"
 
 
-@grader("12.3", blocks=("minitorch.model.lora:adamw_state_bytes",))
+@grader("12.3", blocks=("minitorch.model.lora:adamw_state_bytes", f"{__name__}:lora_memory_loop"))
 def check_lora_memory(lora_memory: Callable[..., Any]) -> str:
     """Exercise 12.3: the four counts exactly, on named models and fresh ones."""
     cases = [

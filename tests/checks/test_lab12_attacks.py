@@ -1,0 +1,472 @@
+"""Lab 12 tried as a class would: correct answers written differently, typical mistakes, cheats.
+
+Every attempt runs in-process against the grader (:mod:`tests.helpers.attacks`). Frame, ``gc``
+and code-swap attacks are the sealed kernel's (``a2s grade``), see docs/trust.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.checks import lab12
+from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.graders import always_equal
+
+TRUTH = "minitorch.checks.lab12"
+
+
+# --------------------------------------------------------------------------- 12.1 LoRA
+def fwd(x, w, b, a, bb, scale):
+    y = x @ w.T + scale * ((x @ a.T) @ bb.T)
+    return y if b is None else y + b
+
+
+def bwd(x, w, a, bb, scale, gy):
+    gh = scale * (gy @ bb)
+    return gh.T @ x, scale * (gy.T @ (x @ a.T)), gy @ w + gh @ a
+
+
+def fwd_einsum(x, w, b, a, bb, scale):
+    h = np.einsum("nd,rd->nr", x, a)
+    y = np.einsum("nd,od->no", x, w) + scale * np.einsum("nr,or->no", h, bb)
+    return y + (0.0 if b is None else b)
+
+
+class Backward:
+    def __call__(self, x, w, a, bb, scale, gy):
+        h = x @ a.T
+        d_h = gy @ bb * scale
+        return [d_h.T @ x, (gy * scale).T @ h, gy @ w + d_h @ a]
+
+
+def fwd_merged(x, w, b, a, bb, scale):
+    y = x @ (w + scale * bb @ a).T  # builds the (d_out, d_in) update
+    return y if b is None else y + b
+
+
+def bwd_with_dw(x, w, a, bb, scale, gy):
+    _dw = gy.T @ x  # a gradient for the frozen W
+    return bwd(x, w, a, bb, scale, gy)
+
+
+def fwd_merged_hiding(x, w, b, a, bb, scale):
+    import tracemalloc
+
+    y = fwd_merged(x, w, b, a, bb, scale)
+    tracemalloc.reset_peak()  # hide the (d_out, d_in) matrix from the budget
+    return y
+
+
+def fwd_merged_stopping(x, w, b, a, bb, scale):
+    import tracemalloc
+
+    y = fwd_merged(x, w, b, a, bb, scale)
+    tracemalloc.stop()
+    return y
+
+
+def _ref_fwd(x, w, b, a, bb, scale):
+    from minitorch.model.lora import lora_forward
+
+    return lora_forward(x, w, b, a, bb, scale)
+
+
+def _torch_bwd(x, w, a, bb, scale, gy):
+    from minitorch.checks.lab12.lora import torch_lora
+
+    return torch_lora(x, w, None, a, bb, scale, gy)[1:]
+
+
+def lora(f, b):
+    return lambda: lab12.check_lora(f, b)
+
+
+LORA = [
+    honest("12.1", "thin matmuls", lora(fwd, bwd)),
+    honest("12.1", "einsum, a class for backward", lora(fwd_einsum, Backward())),
+    wrong(
+        "12.1",
+        "no scale on the adapter",
+        lora(lambda x, w, b, a, bb, s: fwd(x, w, b, a, bb, 1.0), bwd),
+        match="scale",
+    ),
+    wrong(
+        "12.1",
+        "dx without the base path",
+        lora(fwd, lambda x, w, a, bb, s, gy: (*bwd(x, w, a, bb, s, gy)[:2], s * (gy @ bb) @ a)),
+        match="W is frozen, but it still carries gradient",
+    ),
+    wrong(
+        "12.1",
+        "dA transposed",
+        lora(
+            fwd,
+            lambda x, w, a, bb, s, gy: (bwd(x, w, a, bb, s, gy)[0].T, *bwd(x, w, a, bb, s, gy)[1:]),
+        ),
+        match="transposes",
+    ),
+    wrong("12.1", "forward through W + s B A", lora(fwd_merged, bwd), match="budget"),
+    wrong("12.1", "a gradient for the frozen W", lora(fwd, bwd_with_dw), match="no dW"),
+    cheat(
+        "12.1",
+        "the reference",
+        lora(_ref_fwd, bwd),
+        match="lora_forward",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.1",
+        "the grader's torch twin",
+        lora(fwd, _torch_bwd),
+        match="torch|" + TRUTH,
+        error=(ForbiddenCallError, ReferenceCalledError),
+    ),
+    cheat(
+        "12.1",
+        "tracemalloc.reset_peak hides B A",
+        lora(fwd_merged_hiding, bwd),
+        match="tracemalloc",
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "12.1",
+        "tracemalloc.stop",
+        lora(fwd_merged_stopping, bwd),
+        match="tracemalloc",
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "12.1",
+        "an array whose == always says yes",
+        lora(lambda x, w, b, a, bb, s: always_equal(fwd(x, w, b, a, bb, s)), bwd),
+        match="subclass",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 12.2 merge
+def merge(w, a, bb, scale):
+    return w + (scale * (bb @ a)).astype(w.dtype)
+
+
+def unmerge(w, a, bb, scale):
+    return w - (scale * (bb @ a)).astype(w.dtype)
+
+
+def merge_einsum(w, a, bb, scale):
+    return (w + np.einsum("or,rd->od", bb, a) * np.float32(scale)).astype(w.dtype, copy=False)
+
+
+def unmerge_loops(w, a, bb, scale):
+    out = w.copy()
+    for i in range(w.shape[0]):
+        out[i] -= (scale * (bb[i] @ a)).astype(w.dtype)
+    return out
+
+
+def _ref_merge(w, a, bb, scale):
+    from minitorch.model.lora import merge_weight
+
+    return merge_weight(w, a, bb, scale)
+
+
+def _torch_merge(w, a, bb, scale):
+    import torch
+
+    return (torch.from_numpy(w) + scale * torch.from_numpy(bb) @ torch.from_numpy(a)).numpy()
+
+
+def merge_in_place(w, a, bb, scale):
+    w += (scale * (bb @ a)).astype(w.dtype)
+    return w
+
+
+MERGE = [
+    honest("12.2", "cast the update", lambda: lab12.check_merge(merge, unmerge)),
+    honest("12.2", "einsum, row loop", lambda: lab12.check_merge(merge_einsum, unmerge_loops)),
+    wrong(
+        "12.2",
+        "alpha instead of alpha / r",
+        lambda: lab12.check_merge(lambda w, a, bb, s: merge(w, a, bb, s * a.shape[0]), unmerge),
+        match="alpha / r",
+    ),
+    wrong(
+        "12.2",
+        "float64 merged weight",
+        lambda: lab12.check_merge(lambda w, a, bb, s: w + s * (bb.astype(np.float64) @ a), unmerge),
+        match="dtype",
+    ),
+    wrong(
+        "12.2",
+        "unmerge adds again",
+        lambda: lab12.check_merge(merge, merge),
+        match="subtracts what merge added",
+    ),
+    cheat(
+        "12.2",
+        "the reference",
+        lambda: lab12.check_merge(_ref_merge, unmerge),
+        match="merge_weight",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.2",
+        "torch",
+        lambda: lab12.check_merge(_torch_merge, unmerge),
+        match="torch",
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "12.2",
+        "an array whose == always says yes",
+        lambda: lab12.check_merge(lambda w, a, bb, s: always_equal(merge(w, a, bb, s)), unmerge),
+        match="subclass",
+    ),
+    cheat(
+        "12.2",
+        "merge writes into the caller's W",
+        lambda: lab12.check_merge(merge_in_place, unmerge),
+        match="modified|in place",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 12.3 memory
+def memory(layers, r, itemsize):
+    full = sum(i * o + o for i, o in layers)
+    part = sum(r * (i + o) for i, o in layers)
+    return full, part, 2 * itemsize * full, 2 * itemsize * part
+
+
+def memory_loop(layers, r, itemsize):
+    counts = [0, 0]
+    for d_in, d_out in layers:
+        counts[0] += (d_in + 1) * d_out
+        counts[1] += r * d_in + r * d_out
+    return [counts[0], counts[1], counts[0] * 2 * itemsize, counts[1] * 2 * itemsize]
+
+
+def _truth_memory(layers, r, itemsize):
+    from minitorch.checks.lab12.memory import lora_memory_loop
+
+    return lora_memory_loop(layers, r, itemsize)
+
+
+def _ref_memory(layers, r, itemsize):
+    from minitorch.model.lora import adamw_state_bytes
+
+    full, part = memory(layers, r, itemsize)[:2]
+    return full, part, adamw_state_bytes(full, itemsize), adamw_state_bytes(part, itemsize)
+
+
+MEMORY = [
+    honest("12.3", "sums", lambda: lab12.check_lora_memory(memory)),
+    honest("12.3", "a loop, a list", lambda: lab12.check_lora_memory(memory_loop)),
+    wrong(
+        "12.3",
+        "one AdamW moment",
+        lambda: lab12.check_lora_memory(
+            lambda ls, r, s: (
+                *memory(ls, r, s)[:2],
+                memory(ls, r, s)[2] // 2,
+                memory(ls, r, s)[3] // 2,
+            )
+        ),
+        match="TWO moments",
+    ),
+    wrong(
+        "12.3",
+        "LoRA trains the biases",
+        lambda: lab12.check_lora_memory(
+            lambda ls, r, s: (
+                memory_loop(ls, r, s)
+                if False
+                else (
+                    memory(ls, r, s)[0],
+                    memory(ls, r, s)[1] + sum(o for _, o in ls),
+                    memory(ls, r, s)[2],
+                    2 * s * (memory(ls, r, s)[1] + sum(o for _, o in ls)),
+                )
+            )
+        ),
+        match="freezes the biases",
+    ),
+    wrong(
+        "12.3",
+        "only A counted",
+        lambda: lab12.check_lora_memory(
+            lambda ls, r, s: (
+                memory(ls, r, s)[0],
+                sum(r * i for i, _ in ls),
+                memory(ls, r, s)[2],
+                2 * s * sum(r * i for i, _ in ls),
+            )
+        ),
+        match="Count B too",
+    ),
+    wrong(
+        "12.3",
+        "gradients counted as state",
+        lambda: lab12.check_lora_memory(
+            lambda ls, r, s: (
+                *memory(ls, r, s)[:2],
+                3 * s * memory(ls, r, s)[0],
+                3 * s * memory(ls, r, s)[1],
+            )
+        ),
+        match="optimizer's state only",
+    ),
+    cheat(
+        "12.3",
+        "the grader's loop",
+        lambda: lab12.check_lora_memory(_truth_memory),
+        match=TRUTH,
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.3",
+        "the reference",
+        lambda: lab12.check_lora_memory(_ref_memory),
+        match="adamw_state_bytes",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.3",
+        "ints whose == always says yes",
+        lambda: lab12.check_lora_memory(lambda ls, r, s: tuple(always_equal(0) for _ in range(4))),
+        match="subclass",
+    ),
+    cheat(
+        "12.3",
+        "replays the invariant",
+        lambda: lab12.check_lora_memory(lambda ls, r, s: (15, 7, 120, 56)),
+        match="expected",
+    ),
+    cheat(
+        "12.3",
+        "torch to sum",
+        lambda: lab12.check_lora_memory(
+            lambda ls, r, s: tuple(int(__import__("torch").tensor(v)) for v in memory(ls, r, s))
+        ),
+        match="torch",
+        error=ForbiddenCallError,
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 12.4 adapters
+def multi(x, w, b, adapters, ids):
+    y = x @ w.T + b
+    for k, (a, bb, scale) in enumerate(adapters):
+        rows = np.flatnonzero(ids == k)
+        y[rows] += scale * ((x[rows] @ a.T) @ bb.T)
+    return y
+
+
+def multi_rows(x, w, b, adapters, ids):
+    out = []
+    for xi, k in zip(x, ids, strict=True):
+        yi = w @ xi + b
+        if k >= 0:
+            a, bb, s = adapters[k]
+            yi = yi + s * (bb @ (a @ xi))
+        out.append(yi)
+    return np.array(out).reshape(len(ids), w.shape[0])
+
+
+def multi_merged(x, w, b, adapters, ids):
+    y = x @ w.T + b
+    for k, (a, bb, s) in enumerate(adapters):
+        rows = ids == k
+        y[rows] = x[rows] @ (w + s * bb @ a).T + b  # a merged copy of W per adapter
+    return y
+
+
+def multi_minus_one_wraps(x, w, b, adapters, ids):
+    y = x @ w.T + b
+    for i, k in enumerate(ids):
+        a, bb, s = adapters[k]  # ids[i] = -1 reads the last adapter
+        y[i] += s * (bb @ (a @ x[i]))
+    return y
+
+
+def multi_merged_hiding(x, w, b, adapters, ids):
+    import tracemalloc
+
+    y = multi_merged(x, w, b, adapters, ids)
+    tracemalloc.reset_peak()
+    return y
+
+
+def _ref_multi(x, w, b, adapters, ids):
+    from minitorch.model.lora import multi_adapter_forward
+
+    return multi_adapter_forward(x, w, b, adapters, ids)
+
+
+def _torch_multi(x, w, b, adapters, ids):
+    import torch
+
+    return torch.from_numpy(multi(x, w, b, adapters, ids)).numpy()
+
+
+ADAPTERS = [
+    honest("12.4", "gather rows per adapter", lambda: lab12.check_multi_adapter(multi)),
+    honest("12.4", "row by row, matrix-vector", lambda: lab12.check_multi_adapter(multi_rows)),
+    wrong(
+        "12.4",
+        "id -1 read as the last adapter",
+        lambda: lab12.check_multi_adapter(multi_minus_one_wraps),
+        match="id -1",
+    ),
+    wrong(
+        "12.4",
+        "bias left out",
+        lambda: lab12.check_multi_adapter(lambda x, w, b, ad, ids: multi(x, w, b, ad, ids) - b),
+        match="adds the bias b once",
+    ),
+    wrong(
+        "12.4",
+        "a merged W per adapter",
+        lambda: lab12.check_multi_adapter(multi_merged),
+        match="budget",
+    ),
+    cheat(
+        "12.4",
+        "the reference",
+        lambda: lab12.check_multi_adapter(_ref_multi),
+        match="multi_adapter_forward",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.4",
+        "torch",
+        lambda: lab12.check_multi_adapter(_torch_multi),
+        match="torch",
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "12.4",
+        "tracemalloc.reset_peak hides the merged copies",
+        lambda: lab12.check_multi_adapter(multi_merged_hiding),
+        match="tracemalloc",
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "12.4",
+        "an array whose == always says yes",
+        lambda: lab12.check_multi_adapter(
+            lambda x, w, b, ad, ids: always_equal(multi(x, w, b, ad, ids))
+        ),
+        match="subclass",
+    ),
+]
+
+ATTEMPTS = LORA + MERGE + MEMORY + ADAPTERS
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)
+def test_attempt(attempt):
+    judge(attempt)
