@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an instructor's folder of hidden checks (labNN.py), kept out of the "
                         "student repository")  # fmt: skip
     _pattern(s)
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--quiet", action="store_true",
+                   help="no progress bar and no per-submission tables (the JSON has them)")
     _limits(s)
 
     s = sub.add_parser("report", help="skill matrix and level, or a class gradebook, from JSON")

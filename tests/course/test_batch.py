@@ -202,3 +202,25 @@ def test_end_to_end_two_jobs_junit_and_resume(tmp_path: Path, capsys) -> None:
     t0 = time.monotonic()
     assert main([*argv, "--resume"]) == 0
     assert time.monotonic() - t0 < 5 and "graded 0 and kept 2" in capsys.readouterr().out
+
+
+def test_fail_under_counts_each_students_best_copy_and_quiet_prints_no_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    folder = _class(tmp_path, 2)
+    draft = folder / "s0" / "draft" / "00_orientation.ipynb"  # s0's superseded copy
+    draft.parent.mkdir()
+    draft.write_text(json.dumps({"cells": [], "nbformat": 4}))
+
+    def graded(path, opts, root=None, progress=None) -> SubmissionResult:
+        points = 3.0 if "/s0/" in path and "draft" not in path else 1.0
+        ex = ExerciseResult("00.1", "FLOPs", points, 3.0, "passed", "msg", 0.5)
+        return SubmissionResult(path, "00", points, 3.0, None, [ex], seed=1, isolation="none")
+
+    monkeypatch.setattr(grade, "grade_submission", graded)
+    out = tmp_path / "g.json"
+    assert main(["grade", str(folder), "--json", str(out), "--quiet", "--fail-under", "50"]) == 1
+    captured = capsys.readouterr()
+    assert "1 submission(s) under 50%:" in captured.err and "draft" not in captured.err
+    assert "s1/00_orientation.ipynb: 33.3%" in captured.err
+    assert "00.1" not in captured.out and "graded 3 and kept 0" in captured.out
