@@ -34,7 +34,8 @@ __all__ = [
 DEFAULT_PATTERN = "submissions/<student>/"
 _LAB_FILE = re.compile(r"^(\d\d)_")
 _LISTED = ("failed", "error", "timeout", "missing")  # columns; "other" is e.g. tampered
-_NUMBER = re.compile(r"\d+(\.\d+)?(e[-+]?\d+)?", re.IGNORECASE)
+# a number standing alone: not part of a name (float32, ex-01-2, lab09) or a longer number
+_NUMBER = re.compile(r"(?<![\w.])(?<!\w-)\d+(\.\d+)?(e[-+]?\d+)?(?![\w.])", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=16)

@@ -202,3 +202,13 @@ def test_cli_exercise_verdict_is_plain_ascii(tmp_path: Path, capsys) -> None:
     assert "not in the results" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "gone.json"), "--exercise", "00.1"]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_common_failures_blank_numbers_not_names() -> None:
+    from minitorch.course.gradebook import _gist
+
+    msg = "Exercise 01.2: case ties, float32 array at ex-01-2: max error 3.5e-07 at (4, 17), x1.5"
+    assert _gist(msg, {"01.2"}) == (
+        "Exercise 01.2: case ties, float32 array at ex-01-2: max error # at (#, #), x1.5"
+    )
+    assert _gist("got -3 where 2 was expected", set()) == "got -# where # was expected"
