@@ -28,11 +28,12 @@ def _bounds(n, p):
     return list(itertools.pairwise(starts))
 
 
-def _zero_world_counters():
-    """What a cheat does to reach the counters: every SimWorld gc can find, zeroed."""
+def _set_own_count(rank, nbytes):
+    """What a cheat does to the counters: its own rank's bytes set to the budget, in every
+    SimWorld gc can find (in-process, that was the world the grader reads)."""
     for obj in gc.get_objects():
-        if type(obj).__name__ == "SimWorld":
-            obj.bytes_sent[:] = [0] * len(obj.bytes_sent)
+        if type(obj).__name__ == "SimWorld" and rank < len(obj.bytes_sent):
+            obj.bytes_sent[rank] = nbytes
 
 
 # --------------------------------------------------------------------------- 20.1 broadcast
@@ -91,15 +92,16 @@ def bc_root_zero(comm, x, root):  # assumes root 0
     return comm.recv(0)
 
 
-def bc_chain_zeroed(comm, x, root):  # relays, then zeroes the world's counters via gc
+def bc_chain_zeroed(comm, x, root):  # relays, then sets its count to the budget via gc
     out = bc_chain(comm, x, root)
-    _zero_world_counters()
+    _set_own_count(comm.rank, (comm.world_size - 1) * x.nbytes if comm.rank == root else 0)
     return out
 
 
 def bc_world_attr(comm, x, root):  # the world one attribute away (as it was)
-    comm._world.bytes_sent[comm.rank] = 0
-    return x
+    out = bc_chain(comm, x, root)
+    comm._world.bytes_sent[comm.rank] = (comm.world_size - 1) * x.nbytes * (comm.rank == root)
+    return out
 
 
 def bc_torch(comm, x, root):
@@ -186,16 +188,18 @@ def ar_float_acc(comm, x):
 
 def ar_everyone_zeroed(comm, x):
     out = ar_everyone(comm, x)
-    _zero_world_counters()
+    _set_own_count(comm.rank, (comm.world_size - 1) * x.nbytes if comm.rank == 0 else x.nbytes)
     return out
 
 
-def ar_closure(comm, x):  # looks for the world behind the communicator's methods
+def ar_closure(comm, x):  # the world behind the communicator's methods, set to the budget
+    out = ar_everyone(comm, x)
+    p, r = comm.world_size, comm.rank
     for cell in comm.send.__func__.__closure__ or ():
         world = getattr(cell.cell_contents, "_world", None)
         if world is not None:
-            world.bytes_sent[comm.rank] = 0
-    return ar_everyone(comm, x)
+            world.bytes_sent[r] = (p - 1) * x.nbytes if r == 0 else x.nbytes
+    return out
 
 
 def ar_memorised(comm, x):
@@ -262,7 +266,8 @@ def rs_own_chunk_only(comm, x):  # forgets to add its own chunk
 
 def rs_whole_zeroed(comm, x):
     out = rs_whole(comm, x)
-    _zero_world_counters()
+    b = _bounds(len(x), comm.world_size)[comm.rank]
+    _set_own_count(comm.rank, (len(x) - (b[1] - b[0])) * x.itemsize)
     return out
 
 
@@ -312,7 +317,7 @@ def ag_arrival_order(comm, chunk):  # own chunk first, then the others
 
 def ag_funnel_zeroed(comm, chunk):
     out = ag_funnel(comm, chunk)
-    _zero_world_counters()
+    _set_own_count(comm.rank, (comm.world_size - 1) * chunk.nbytes)
     return out
 
 

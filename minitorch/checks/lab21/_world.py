@@ -91,9 +91,25 @@ def same(got: Any, want: np.ndarray) -> bool:
             return False
     if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype == object:
         return False
-    if want.dtype.kind in "iu":
-        return bool(np.array_equal(got, want))
+    if want.dtype.kind in "iu":  # integers asked: integers of x's dtype, exact
+        return got.dtype == want.dtype and bool(np.array_equal(got, want))
     return bool(np.allclose(got, want, rtol=1e-9, atol=1e-9))
+
+
+def _dtype_hint(got: Any, want: np.ndarray) -> str:
+    """The values are right but the dtype is not x's (an accumulator of another dtype)."""
+    if (
+        isinstance(got, np.ndarray)
+        and got.shape == want.shape
+        and got.dtype != want.dtype
+        and want.dtype.kind in "iu"
+        and np.array_equal(got, want)
+    ):
+        return (
+            f"The sums are right but came back as {got.dtype} for {want.dtype} inputs: keep "
+            "x's dtype (buf = x.copy(), not x.astype(float) or np.zeros(n))."
+        )
+    return ""
 
 
 def check_values(
@@ -102,7 +118,9 @@ def check_values(
     """Fail on the first rank whose result differs from ``want`` (``hint`` may look at it)."""
     for r, got in enumerate(outs):
         if not same(got, want):
-            if callable(hint):
+            if _dtype_hint(got, want):
+                hint = _dtype_hint(got, want)
+            elif callable(hint):
                 hint = hint(got)
             shown = (
                 f"array{got.shape} {np.array2string(got, threshold=8)}"
