@@ -15,7 +15,7 @@ import pytest
 from minitorch.autograd import Tensor
 from minitorch.checks import lab25
 from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import ForbiddenCallError, StudentError
+from minitorch.checks.errors import ForbiddenCallError
 from minitorch.parallel import pipeline, pipeline_exec
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 
@@ -558,11 +558,11 @@ def stage_width(stage):
 
 def step_gpipe_relabelled(comm, stage, ops, inputs, targets):
     """Runs every forward first, then rewrites the counting log into the schedule's order."""
-    counting = next(
-        c.cell_contents for c in comm.send.__func__.__closure__
-        if hasattr(c.cell_contents, "events")
-    )  # fmt: skip
-    start = len(counting.events)
+    cells = [c.cell_contents for c in getattr(comm.send, "__closure__", None) or ()]
+    cells += [c.cell_contents for c in getattr(getattr(comm.send, "__func__", None),
+                                               "__closure__", None) or ()]  # fmt: skip
+    counting = next((c for c in cells if hasattr(c, "events")), None)
+    start = len(counting.events) if counting is not None else 0
     out = step_all_forwards_first(comm, stage, ops, inputs, targets)
     s, p = comm.rank, comm.world_size
     want = []
@@ -571,7 +571,8 @@ def step_gpipe_relabelled(comm, stage, ops, inputs, targets):
             want += [("R", s - 1)] * (s > 0) + [("S", s + 1)] * (s < p - 1)
         else:
             want += [("R", s + 1)] * (s < p - 1) + [("S", s - 1)] * (s > 0)
-    counting.events[start:] = want
+    if counting is not None:
+        counting.events[start:] = want
     return out
 
 
@@ -661,8 +662,7 @@ ATTEMPTS = [
         "25.5",
         "GPipe relabelled as the schedule",
         lambda: ck5(step_gpipe_relabelled),
-        match="raised",
-        error=StudentError,
+        match="in order",
     ),
 ]
 
