@@ -197,6 +197,7 @@ def find_matches(
     notes: list[str] = []
     cells = _index(paths, root, pattern, min_size, notes)
     pairs: dict[tuple[str, str, str], Match] = {}
+    skipped = 0
     for lab, by_ex in cells.items():
         compared: dict[str, set[str]] = defaultdict(set)  # notebook -> exercises compared
         for ex_id, group in by_ex.items():
@@ -208,7 +209,11 @@ def find_matches(
                 same[c.key].append(c)
             for members in same.values():
                 sharing = len({c.student for c in members if c.student != SOLUTION})
+                published = any(c.student == SOLUTION for c in members)
                 for a, b in _pairs(members):
+                    if published and b.student != SOLUTION:
+                        skipped += 1  # both equal the published solution: listed there once
+                        continue
                     key = (lab, a.notebook, b.notebook)
                     if key not in pairs:
                         both = len(compared[a.notebook] & compared[b.notebook])
@@ -218,6 +223,9 @@ def find_matches(
                     m.exercises.append(ex_id)
                     m.shared_by[ex_id] = sharing
     found = sorted(pairs.values(), key=lambda m: (-len(m.exercises), m.lab, m.student_a))
+    if skipped:
+        notes.append(f"{skipped} matching exercise(s) of two students who both handed in the "
+                     "published solution are listed only under 'equal to the published solution'")  # fmt: skip
     return found, notes
 
 

@@ -117,18 +117,20 @@ def term(tmp_path: Path) -> Path:
 def test_pairs_and_solution_matches(term: Path) -> None:
     matches, notes = find_matches([str(term / "submissions")], ROOT)
     pairs = {(m.student_a, m.student_b): m for m in matches}
-    assert set(pairs) == {("alice", "bob"), ("alice", "erin"), ("bob", "erin"),
-                          ("alice", SOLUTION), ("bob", SOLUTION), ("erin", SOLUTION)}  # fmt: skip
-    m = pairs[("alice", "bob")]
+    # alice, bob and erin all handed in the published 00.2: listed once each, against it, not
+    # again as the three pairs among them
+    assert set(pairs) == {("alice", SOLUTION), ("bob", SOLUTION), ("erin", SOLUTION)}
+    m = pairs[("alice", SOLUTION)]
     assert m.lab == "00" and m.exercises == ["00.2"] and m.shared_by == {"00.2": 3}
     assert m.compared == 1  # 00.1 is too short to tell (a one-line answer) at the default size
+    assert any("listed only under 'equal to the published solution'" in n for n in notes)
     assert not any("carol" in key or "dave" in key for key in pairs)  # own code; the stub
     assert any("frank" in n and "not a Jupyter notebook" in n for n in notes)
 
 
 def test_short_exercises_are_compared_only_when_asked(term: Path) -> None:
     matches, _ = find_matches([str(term / "submissions")], ROOT, min_size=1)
-    pair = next(m for m in matches if (m.student_a, m.student_b) == ("alice", "bob"))
+    pair = next(m for m in matches if (m.student_a, m.student_b) == ("alice", SOLUTION))
     assert pair.exercises == ["00.1", "00.2"] and pair.compared == 2
     # carol wrote her own 00.2 but the same one-line 00.1 as everyone: 4 share it
     carol = next(m for m in matches if m.student_a == "carol" and m.student_b == SOLUTION)
@@ -137,10 +139,11 @@ def test_short_exercises_are_compared_only_when_asked(term: Path) -> None:
 
 def test_cli_report_and_csv(term: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_csv = term / "sim.csv"
+    _submission(term, "gina", _own)  # the same code as carol's, not the published one
     assert main(["similarity", str(term / "submissions"), "--csv", str(out_csv)]) == 0
     out = capsys.readouterr().out
-    assert "alice ~ bob: 1 of 1 compared: 00.2 (3)" in out
+    assert "carol ~ gina: 1 of 1 compared: 00.2 (2)" in out and "alice ~ bob" not in out
     assert "equal to the published solution" in out and "not a verdict" in out
     rows = list(csv.DictReader(out_csv.open(encoding="utf-8")))
     assert {r["kind"] for r in rows} == {"pair", "solution"}
-    assert len(rows) == 6 and all(r["exercise"] == "00.2" for r in rows)
+    assert len(rows) == 4 and all(r["exercise"] == "00.2" for r in rows)
