@@ -4,9 +4,14 @@ The student's simulator gets a counting ``mac`` (the arithmetic of every PE for 
 ``(R, C)`` arrays) and returns ``(C, busy)``. Ground truth is independent of the reference:
 the product of small integer matrices (exact), the closed-form cycle count, and the wavefront
 counted by a plain formula (PE ``(k, n)`` works on row ``m`` at cycle ``R + m + k + n``, WS;
-PE ``(m, n)`` on step ``k`` at cycle ``m + n + k``, OS). A marked ``mac`` that adds 1 to every
-result proves that ``C`` really came out of the PEs: every output crosses all ``R`` rows (WS)
-or accumulates every compute cycle (OS), so ``C`` grows by exactly that count.
+PE ``(m, n)`` on step ``k`` at cycle ``m + n + k``, OS). A marked ``mac`` that adds a fresh
+random mark (one per call) to every result proves that ``C`` really came out of the PEs: the
+partial sum of ``C[m, n]`` meets the marks of cycles ``m + r + n``, ``r < R`` (WS), or every
+mark (OS), and ``C`` must grow by exactly those.
+
+The learner's simulator runs in a forked child (:func:`~minitorch.checks.harness.run_apart`);
+its ``mac`` is a request to this process, where the calls, the operand shapes, the products
+summed PE by PE and the marks are kept: rewriting a counter in the child changes nothing here.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from minitorch.checks.cases import fresh
-from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, plain, rng
+from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, rng
+from minitorch.checks.harness import request, run_apart
 
 __all__ = ["check_output_stationary", "check_weight_stationary"]
 
@@ -29,6 +35,7 @@ BLOCKS = (
     f"{_S}:ws_cycles",
     f"{_S}:os_cycles",
     f"{__name__}:_wave",
+    f"{__name__}:_Mac",  # the grader's counting PE arithmetic: only its request is handed out
 )
 
 _SKEW = (
@@ -56,23 +63,33 @@ _OS_FILL = "The last MAC is at cycle (M-1)+(N-1)+(K-1) of a full array: K + R + 
 
 @dataclass(slots=True)
 class _Mac:
-    """The PEs' arithmetic for one cycle, counted; ``mark`` is added to every result."""
+    """The PEs' arithmetic for one cycle, counted in the grader's process (the learner's code
+    runs in a forked child and reaches it only through :func:`_mac_request`). With ``marks``
+    each call adds its own mark (drawn here, one per call) to every PE's result."""
 
     shape: tuple[int, int]
-    mark: float = 0.0
+    marks: np.ndarray | None = None
     calls: int = 0
     bad: list[tuple[int, ...]] = field(default_factory=list)
     work: np.ndarray | None = None  # the products each PE computed, summed over cycles
 
     def __call__(self, x: np.ndarray, y: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        x, y, acc = np.asarray(x), np.asarray(y), np.asarray(acc)
+        x, y, acc = (np.asarray(v, dtype=np.float64) for v in (x, y, acc))
+        mark = 0.0
+        if self.marks is not None and self.calls < len(self.marks):
+            mark = float(self.marks[self.calls])
         self.calls += 1
         if not x.shape == y.shape == acc.shape == self.shape:
             self.bad.append(x.shape)
         product = x * y
         if product.shape == self.shape:
             self.work = product if self.work is None else self.work + product
-        return acc + product + self.mark
+        return acc + product + mark
+
+
+def _mac_request(x: object, y: object, acc: object) -> object:
+    """The ``mac`` the learner's function gets: a request to the grader's process."""
+    return request("mac", x, y, acc)
 
 
 _NAMED = [  # (label, M, K, N, R, C)
@@ -91,10 +108,14 @@ def _wave(m: int, k: int, n: int, offset: int, total: int) -> np.ndarray:
 
 
 def _run(
-    student: Callable[..., object], a: np.ndarray, b: np.ndarray, dims: tuple[int, int], mark: float
+    student: Callable[..., object],
+    a: np.ndarray,
+    b: np.ndarray,
+    dims: tuple[int, int],
+    marks: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray, _Mac]:
-    mac = _Mac(dims, mark)
-    got = plain(student(a.copy(), b.copy(), *dims, mac))
+    mac = _Mac(dims, marks)  # a local of this frame: the count lives in the grader's process
+    got = run_apart(student, a.copy(), b.copy(), *dims, _mac_request, serve={"mac": mac})
     if not (isinstance(got, tuple | list) and len(got) == 2):
         raise CheckFailure("Return the pair (C, busy): the product and the busy PEs per cycle.")
     return np.asarray(got[0]), np.asarray(got[1]), mac
@@ -106,7 +127,7 @@ def _one(student: Callable[..., object], case: str, shape: tuple[int, ...], ws: 
     a = gen.integers(-4, 5, (m, k)).astype(np.float64)
     b = gen.integers(-4, 5, (k, n)).astype(np.float64)
     want = a.astype(np.int64) @ b.astype(np.int64)
-    c, busy, mac = _run(student, a, b, (rows, cols), 0.0)
+    c, busy, mac = _run(student, a, b, (rows, cols), None)
     head = f"[{case}] A {a.shape} @ B {b.shape} on a {rows}x{cols} array"
     if ws:
         total, compute, offset = 2 * rows + cols + m - 2, m + rows + cols - 2, rows
@@ -151,13 +172,20 @@ def _one(student: Callable[..., object], case: str, shape: tuple[int, ...], ws: 
         f"the dataflow's: {_WORK_WS if ws else _WORK_OS} C must come out of the PEs' own "
         "arithmetic.",
     )
-    c2, _, _ = _run(student, a, b, (rows, cols), 1.0)
-    extra = rows if ws else compute
-    why = "every partial sum crosses all R rows" if ws else "every accumulator runs every cycle"
+    marks = gen.integers(1, 1000, compute).astype(np.float64)  # a fresh mark per call
+    c2, _, _ = _run(student, a, b, (rows, cols), marks)
+    if ws:  # the partial sum of C[m, n] is at PE row r in streaming cycle m + r + n
+        idx = np.add.outer(np.arange(m), np.arange(n))[:, :, None] + np.arange(rows)
+        extra = marks[idx].sum(axis=2)
+        why = "every partial sum crosses all R rows, cycle m + r + n at row r"
+    else:  # every accumulator runs every compute cycle
+        extra = np.full((m, n), marks.sum())
+        why = "every accumulator runs every cycle"
     assert_true(
         np.array_equal(np.asarray(c2), want + extra),
-        f"{head}: with a mac that adds 1 to every PE's result, C should grow by {extra} "
-        f"({why}): C must be what the PEs computed, not a product taken some other way.",
+        f"{head}: with a mac that adds its own mark to every PE's result (a new mark each "
+        f"cycle), C should grow by the marks its partial sums met ({why}): C must be what the "
+        "PEs computed, not a product taken some other way.",
     )
     return total
 

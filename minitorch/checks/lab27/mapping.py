@@ -61,6 +61,11 @@ def _cube(m: int, k: int, n: int, cube: int) -> int:
     return _ceil(m, cube) * _ceil(k, cube) * _ceil(n, cube)
 
 
+def _floored(m: int, k: int, n: int, r: int, c: int, at_least: int = 0) -> int:
+    folds = max(k // r, at_least) * max(n // c, at_least)
+    return 2 * r + c + m - 2 + (folds - 1) * max(m, r)
+
+
 _MISTAKES = (
     Mistake("Double buffering: the next fold's weights load while this fold streams, so every "
             "fold after the first costs max(M, R), not a whole 2R + C + M - 2.",
@@ -69,7 +74,8 @@ _MISTAKES = (
             answer=lambda m, k, n, r, c: _ws(m, k, n, r, c, fill=False)),
     Mistake("Folds are whole: ceil(K/R) ceil(N/C) weight tiles, even when the last is partly "
             "empty (a GEMV does not get cheaper than one fold).",
-            when=lambda got, m, k, n, r, c: isinstance(got, float) or got == (k * n) // (r * c)),
+            when=lambda got, m, k, n, r, c: isinstance(got, float) or got == (k * n) // (r * c)
+            or got in (_floored(m, k, n, r, c), _floored(m, k, n, r, c, at_least=1))),
 )  # fmt: skip
 _CUBE_MISTAKES = (
     Mistake("The cube does one whole 16x16x16 block per cycle: ceil(M/16) ceil(K/16) ceil(N/16), "
@@ -90,6 +96,7 @@ def _msg(what: str) -> Callable[[Case, object, object, str], str]:
         f"{_S}:cube_cycles",
         f"{__name__}:_ws",
         f"{__name__}:_cube",
+        f"{__name__}:_floored",
     ),
 )
 def check_mapped_cycles(
