@@ -39,9 +39,14 @@ def _gelu(x):
     return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
-def _device_copy():
-    """The child's copy of the grader's HBM, found the way a cheat would (gc)."""
-    return next(o for o in gc.get_objects() if type(o) is io_model.HBM)
+def _device_copy(hbm=None, name="Q"):
+    """The child's copy of the grader's HBM, found the way a cheat would (gc): the newest one
+    whose ``name`` has the shape the kernel's HBM reports."""
+    found = [o for o in gc.get_objects() if type(o) is io_model.HBM]
+    if hbm is not None:
+        want = hbm.shape(name)
+        found = [o for o in found if name in o._arrays and o._arrays[name].shape == want]
+    return found[-1]
 
 
 # --------------------------------------------------------------------------- 08.1
@@ -124,14 +129,14 @@ def gelu_torch(hbm, tile_rows):
 
 def gelu_unfused_then_counters_reset(hbm, tile_rows):  # rewrites the counts it can reach
     gelu_unfused(hbm, tile_rows)
-    dev = _device_copy()
+    dev = _device_copy(hbm, "X")
     n, d = dev.shape("X")
     dev.reads.update(X=n * d * 8, B=d * 8, H=0)
     dev.writes.update(Y=n * d * 8, H=0)
 
 
 def gelu_writing_the_array_directly(hbm, tile_rows):  # no store: into the arrays via gc
-    dev = _device_copy()
+    dev = _device_copy(hbm, "X")
     y = dev._arrays["Y"]
     y[...] = _gelu(dev._arrays["X"] + dev._arrays["B"])
 
@@ -297,7 +302,7 @@ def softmax_kept_and_meter_reset(hbm, block):
 
 def softmax_three_passes_counters_reset(hbm, block):
     softmax_three_passes(hbm, block)
-    dev = _device_copy()
+    dev = _device_copy(hbm, "X")
     dev.reads["X"] = 2 * dev._arrays["X"].nbytes  # the count the check asks for
 
 
@@ -573,7 +578,7 @@ def forward_every_tile_kept(hbm, bq, bk, causal, scale):  # right traffic, K and
 
 
 def forward_from_the_copy(hbm, bq, bk, causal, scale):  # Q, K, V uncounted (gc), loads for show
-    dev = _device_copy()
+    dev = _device_copy(hbm)
     q, k, v = (dev._arrays[a] for a in "QKV")
     n, d = q.shape
     s = (q @ k.T) * (1 / np.sqrt(d) if scale is None else scale)
@@ -669,7 +674,7 @@ FORWARD = [
         "08.4",
         "reads Q K V uncounted via gc",
         lambda: lab08.check_flash_forward(forward_from_the_copy),
-        match="allocated",
+        match="allocated|differs",
     ),
     cheat(
         "08.4",
