@@ -73,6 +73,7 @@ a function returning a 1,000-float array 17-64 ms; a ring all-reduce on 8 simula
 from __future__ import annotations
 
 import collections
+import fcntl
 import hmac
 import io
 import os
@@ -327,6 +328,7 @@ def _read_frame(fd: int) -> bytes:
 
 
 # ----------------------------------------------------------------------------- child side
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _CHILD: list[int] = []  # [write fd, read fd] in a child of run_apart; empty in the parent
 
 _RELAYED_ERRORS: dict[str, type[BaseException]] = {
@@ -468,6 +470,11 @@ def _fork(fn: Callable[..., Any], args: tuple, kwargs: dict, key: bytes) -> tupl
     """Fork a child running ``fn``; return (pid, fd this side reads, fd this side writes)."""
     up_r, up_w = os.pipe()  # child -> parent
     down_r, down_w = os.pipe()  # parent -> child
+    for fd in (up_w, down_w):  # 1 MiB pipes: a large array crosses in few context switches
+        try:
+            fcntl.fcntl(fd, _F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
