@@ -401,3 +401,16 @@ MUSTS = [
     ("09.7", "*Invariant:* MQA's cache is $1/H$ of MHA's",
      "test_kv_cache_bytes_rejects_wrong_answers"),
 ]  # fmt: skip
+
+
+def test_kv_cache_bytes_rejects_the_reference():
+    """Lab 28's bytes-per-token (the course's reference for the same count) and the grader's
+    own closed form are blocked in 09.7."""
+
+    def via_lab28(c, t, b, s):
+        from minitorch.runtime.quant_serving import kv_bytes_per_token
+
+        return kv_bytes_per_token(c, int8=False) * t * b * s // 4
+
+    with pytest.raises(ReferenceCalledError):
+        lab09.check_kv_cache_bytes(via_lab28)
