@@ -165,7 +165,8 @@ def _substituted(
     students: Sequence[Any], uses: Sequence[tuple[str, str, str]]
 ) -> Iterator[list[str]]:
     """Put the reference in place of each earlier exercise that has not passed."""
-    notes: list[str] = []
+    names: dict[str, None] = {}  # in order, once each
+    failed: dict[str, None] = {}
     saved: list[tuple[dict[str, Any], str, Any]] = []
     try:
         for earlier, name, target in uses:
@@ -177,8 +178,10 @@ def _substituted(
                     continue
                 saved.append((namespace, name, namespace[name]))
                 namespace[name] = resolve(target)
-            notes.append(f"checked with the reference `{name}`, since yours failed {earlier}")
-        yield notes
+            names[f"`{name}`"] = failed[earlier] = None
+        # one short clause, however many earlier exercises stood in
+        yield [f"checked with the reference {', '.join(names)}, since yours failed "
+               f"{', '.join(failed)}"] if names else []  # fmt: skip
     finally:
         for namespace, name, value in reversed(saved):
             namespace[name] = value
