@@ -144,7 +144,7 @@ def assert_bits_equal(
         raise CheckFailure(f"[{case}] {what} has shape {a.shape}, expected {e.shape}.")
     if a.dtype.kind not in "iub" and e.dtype.kind in "iu":
         raise CheckFailure(f"[{case}] {what} must be integers, got dtype {a.dtype}.")
-    bad = a != e
+    bad = _bits_differ(a, e)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
         width = max(2, e.dtype.itemsize * 2) if e.dtype.kind in "iu" else 0
@@ -155,6 +155,23 @@ def assert_bits_equal(
             f"{_where(idx)}: got {show(a[idx])}, expected {show(e[idx])}."
             + (f" {shown}" if shown else "")
         )
+
+
+def _bits_differ(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Where two arrays differ bit for bit: floats by their bits (-0.0 is not 0.0), NaN = NaN.
+
+    Floats of one dtype compare their bit patterns; of two widths, their values and signs.
+    Any NaN matches any NaN (its payload and sign depend on how it was made).
+    """
+    if a.dtype.kind != "f" or e.dtype.kind != "f":
+        return np.asarray(a != e)
+    both_nan = np.isnan(a) & np.isnan(e)
+    if a.dtype == e.dtype:
+        kind = f"u{a.dtype.itemsize}"
+        differ = np.ascontiguousarray(a).view(kind) != np.ascontiguousarray(e).view(kind)
+    else:
+        differ = (a != e) | (np.signbit(a) != np.signbit(e))
+    return differ & ~both_nan
 
 
 Hint = str | Callable[[np.ndarray, np.ndarray], str]  # a rule, or a matcher of mistakes

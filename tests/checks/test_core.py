@@ -417,3 +417,16 @@ def test_several_substituted_references_make_one_short_clause(capsys) -> None:
     assert out.count("checked with the reference") == 1
     assert "the reference `matmul_flops`, `matmul_bytes`, since yours failed 99.1, 99.2" in out
     core._PASSED["99.1"] = core._PASSED["99.2"] = True
+
+
+def test_bit_exact_compares_bits_not_values() -> None:
+    from minitorch.checks.values import assert_bits_equal
+
+    zero = np.zeros(3, np.float32)
+    with pytest.raises(CheckFailure, match="differ in 1 of 3"):
+        assert_bits_equal(np.array([0.0, -0.0, 1.0], np.float32), zero + [0, 0, 1], case="relu")
+    with pytest.raises(CheckFailure, match="differ in 1 of 3"):  # widths differ: signs count
+        assert_bits_equal(np.array([0.0, -0.0, 1.0]), zero + [0, 0, 1], case="relu")
+    nan = np.array([np.nan, 1.0], np.float32)
+    assert_bits_equal(np.array([-np.nan, 1.0], np.float32), nan, case="nan payloads and signs")
+    assert_bits_equal(np.arange(3), np.arange(3), case="ints")
