@@ -51,9 +51,10 @@ learner's, or the course's ``minitorch.comm``: ``TorchDistComm``, a process grou
 functional collectives, ``torch.distributed`` attributes reached any way) is a forbidden
 call. Whatever was recorded fails the rank, even if the learner's code caught the exception.
 
-Kept for labs 23-26 until they move onto the functions above (their graders import them):
-:func:`protocol_only`, :class:`CountingComm`, :func:`sealed_torch_distributed`,
-:func:`launch_source`.
+Also here: :func:`protocol_only` (the view itself) and :class:`CountingComm` (what a rank's
+trusted process counts; lab 26's gloo ranks use both in the rank process, never in the
+learner's child). Lab 21's own seal and the earlier in-process patching of
+``torch.distributed`` are gone: :func:`seal` is the only one.
 """
 
 from __future__ import annotations
@@ -61,8 +62,7 @@ from __future__ import annotations
 import os
 import sys
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -75,13 +75,11 @@ __all__ = [
     "CountingComm",
     "RankRun",
     "launch_learner",
-    "launch_source",
     "learner_source",
     "on_gloo_rank",
     "protocol_only",
     "run_ranks",
     "seal",
-    "sealed_torch_distributed",
 ]
 
 PROTOCOL = ("rank", "world_size", "send", "recv", "isend", "irecv", "barrier")
@@ -192,99 +190,6 @@ class CountingComm:
 
     def barrier(self) -> None:
         self.inner.barrier()
-
-
-TORCH_CALLS = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
-    "all_to_all_single", "broadcast", "broadcast_object_list", "reduce", "reduce_scatter",
-    "reduce_scatter_tensor", "gather", "gather_object", "scatter", "scatter_object_list",
-    "send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
-    "recv_object_list", "barrier", "monitored_barrier", "new_group", "new_subgroups",
-    "all_reduce_coalesced",
-)  # fmt: skip
-PG_METHODS = (
-    "allreduce", "allreduce_coalesced", "allgather", "allgather_coalesced",
-    "allgather_into_tensor_coalesced", "_allgather_base", "alltoall", "alltoall_base",
-    "broadcast", "reduce", "reduce_scatter", "reduce_scatter_tensor_coalesced",
-    "_reduce_scatter_base", "gather", "scatter", "send", "recv", "recv_anysource", "barrier",
-)  # fmt: skip
-
-
-@contextmanager
-def sealed_torch_distributed(comm: Any, hint: str = "") -> Iterator[None]:
-    """On a gloo rank, while the block runs: torch.distributed's collectives and point-to-point
-    calls raise ``RuntimeError("... is not allowed in this exercise ...")`` (``hint`` appended);
-    ``comm`` (a TorchDistComm) moves its messages through handles to the default process group
-    taken before the patch. Everything patched is restored on exit."""
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
-
-    pg = c10d._get_default_group()
-    send, recv, barrier = type(pg).send, type(pg).recv, type(pg).barrier  # before the patch
-
-    def refuse(name: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError(
-                f"torch.distributed's {name} is not allowed in this exercise: move data only "
-                f"with the communicator's send/recv/isend/irecv{hint}"
-            )
-
-        return call
-
-    saved: list[tuple[Any, str, Any]] = []
-    own = comm._dist
-    try:
-        comm._dist = types.SimpleNamespace(
-            isend=lambda t, dst, tag=0: send(pg, [t], dst, tag),
-            recv=lambda t, src, tag=0: recv(pg, [t], src, tag).wait(),
-            barrier=lambda: barrier(pg).wait(),
-        )
-        for name in TORCH_CALLS:
-            for module in (dist, c10d):
-                if name in vars(module):
-                    saved.append((module, name, vars(module)[name]))
-                    setattr(module, name, refuse(f"{name}()"))
-        classes = {dist.ProcessGroup, type(pg), getattr(dist, "Backend", dist.ProcessGroup)}
-        for cls in classes:
-            for name in PG_METHODS:
-                if name in vars(cls):
-                    original = vars(cls)[name]
-                    try:
-                        setattr(cls, name, refuse(f"{cls.__name__}.{name}()"))
-                    except (AttributeError, TypeError):  # a class that cannot be patched
-                        continue
-                    saved.append((cls, name, original))
-        yield
-    finally:
-        for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
-        comm._dist = own
-
-
-def launch_source(fn: Callable[..., Any], target: str, world_size: int, *args: Any,
-                  advice: str) -> list[Any]:  # fmt: skip
-    """Run the learner's ``fn`` by its source on ``world_size`` gloo ranks (one launch).
-
-    ``target`` is the importable rank program; it receives the source, ``fn``'s name and
-    ``args``. A source that cannot be read, or a rank that fails, becomes a short
-    ``CheckFailure``: ``advice`` with ``{why}`` filled in.
-    """
-    import inspect
-    import textwrap
-
-    from minitorch.checks.errors import CheckFailure
-    from minitorch.comm.torchdist import RankError, launch
-
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
-        raise CheckFailure(advice.format(why="its source code cannot be read")) from None
-    try:
-        return launch(target, world_size, source, fn.__name__, *args)
-    except RankError as exc:
-        lines = str(exc).strip().splitlines()
-        last = next((x.strip() for x in reversed(lines) if "Error:" in x), lines[-1])
-        raise CheckFailure(advice.format(why=f"it failed on a gloo rank: {last}")) from None
 
 
 # ----------------------------------------------------------------------------- the seal

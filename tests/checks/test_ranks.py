@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import pytest
 
-from minitorch.checks.ranks import PROTOCOL, CountingComm, protocol_only, sealed_torch_distributed
+from minitorch.checks.ranks import PROTOCOL, CountingComm, protocol_only
 from minitorch.comm.simworld import SimWorld
 
 
@@ -112,60 +110,6 @@ def test_counting_payload_hook():
         return c.messages, c.bytes, c.events
 
     assert world.run(program) == [(0, 0, []), (0, 0, [])]
-
-
-def _probe(comm):
-    """On a gloo rank: the seal refuses torch's own calls and lets TorchDistComm through."""
-    import torch
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
-
-    pg = c10d._get_default_group()
-    names = ("all_reduce", "send", "recv", "barrier", "broadcast")
-    before = {n: (getattr(dist, n), getattr(c10d, n)) for n in names}
-    pg_before = type(pg).allreduce
-    refused, got = [], None
-    with sealed_torch_distributed(comm, " (a hint)"):
-        t = torch.ones(2)
-        for label, call in (
-            ("dist.all_reduce", lambda: dist.all_reduce(t)),
-            ("dist.send", lambda: dist.send(t, 1 - comm.rank)),
-            ("c10d.all_reduce", lambda: c10d.all_reduce(t)),
-            ("pg.allreduce", lambda: pg.allreduce([t])),
-            ("default_pg.allreduce", lambda: c10d._get_default_group().allreduce([t])),
-        ):
-            try:
-                call()
-            except RuntimeError as exc:
-                if "is not allowed in this exercise" in str(exc) and "(a hint)" in str(exc):
-                    refused.append(label)
-        view = protocol_only(comm)
-        view.send(np.arange(4) * (comm.rank + 1), 1 - comm.rank)
-        got = view.recv(1 - comm.rank).tolist()
-        view.barrier()
-    restored = all((getattr(dist, n), getattr(c10d, n)) == before[n] for n in names)
-    restored = restored and type(pg).allreduce is pg_before
-    buf = torch.ones(2)
-    dist.all_reduce(buf)  # the real one again
-    gc.collect()
-    return refused, got, restored, buf.tolist(), comm.bytes_sent
-
-
-@pytest.mark.slow
-def test_seal_on_gloo_ranks():
-    from minitorch.comm.torchdist import launch
-
-    outs = launch("tests.checks.test_ranks:_probe", 2, timeout=120.0)
-    for rank, (refused, got, restored, reduced, sent) in enumerate(outs):
-        assert refused == [
-            "dist.all_reduce",
-            "dist.send",
-            "c10d.all_reduce",
-            "pg.allreduce",
-            "default_pg.allreduce",
-        ]
-        assert got == [v * (2 - rank) for v in range(4)]
-        assert restored and reduced == [2.0, 2.0] and sent == 32
 
 
 # --------------------------------------------------------------------------- the one seal

@@ -4,8 +4,8 @@ The hosts, their regions and the log of every verb stay in the grader's process;
 learner's transfer runs in a forked child (:func:`minitorch.checks.harness.run_apart`) and
 gets proxies (queue pairs, hosts, regions, a region's bytes) whose every call is a request:
 no closure, attribute or ``gc`` route in the child leads to the log, and a write into a
-region's bytes by the CPU is a copy, counted. Each case builds two fresh simulated hosts, registers a source and a destination region and
-zeroes the cost counters, then runs the student's transfer. Ground truth is the payload itself
+region's bytes by the CPU is a copy, counted. Each case builds two fresh simulated hosts,
+registers a source and a destination region and zeroes the cost counters, then runs the student's transfer. Ground truth is the payload itself
 (random bytes drawn here) and the budgets of the verbs: a one-sided write costs the target's CPU
 nothing and nobody a copy; a two-sided transfer costs the receiver one posted receive and one
 poll, and no copy either (the NIC writes into the posted buffer).
