@@ -15,7 +15,7 @@ WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
 _CHECK = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
 
 
-@pytest.mark.skipif(_CHECK is None, reason="check-jsonschema not installed (pip install -e '.[dev]')")
+@pytest.mark.skipif(_CHECK is None, reason="check-jsonschema not installed (pip install -e .[dev])")
 def test_the_workflow_is_valid_against_githubs_schema() -> None:
     cmd = [str(_CHECK), "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

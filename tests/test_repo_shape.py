@@ -163,8 +163,9 @@ def test_ruff_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
-def test_declared_python_versions_are_the_tested_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pyproject.toml declares only the Python the suite runs on, and `a2s doctor` agrees."""
+def test_declared_python_versions_are_the_tested_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyproject.toml declares the Pythons that have run (the suite on 3.11, the smoke test on
+    the others), and `a2s doctor` agrees."""
     import tomllib
 
     from minitorch.course import doctor
@@ -174,10 +175,15 @@ def test_declared_python_versions_are_the_tested_one(monkeypatch: pytest.MonkeyP
     assert project["requires-python"] == f">={major}.{minor}"
     declared = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
                 if re.fullmatch(r"Programming Language :: Python :: \d+\.\d+", c)}  # fmt: skip
-    assert declared == {f"{major}.{minor}"}
+    smoke = {f"{a}.{b}" for a, b in doctor.SMOKE_TESTED}
+    assert declared == {f"{major}.{minor}"} | smoke
     assert sys.version_info[:2] == doctor.TESTED_PYTHON, "the suite runs on another Python"
     monkeypatch.setattr(doctor.sys, "version_info", (major, minor - 1, 0))
     assert not doctor._python().ok
-    monkeypatch.setattr(doctor.sys, "version_info", (major, minor + 1, 0))
+    for version in doctor.SMOKE_TESTED:
+        monkeypatch.setattr(doctor.sys, "version_info", (*version, 0))
+        finding = doctor._python()
+        assert finding.ok and "smoke test" in finding.detail
+    monkeypatch.setattr(doctor.sys, "version_info", (major, 99, 0))
     finding = doctor._python()
-    assert finding.ok and "tested on" in finding.detail
+    assert finding.ok and "untested" in finding.detail

@@ -174,7 +174,7 @@ def _limits(s: argparse.ArgumentParser) -> None:
     s.add_argument("--memory-limit", type=_memory_mb, default=4096, metavar="MB",
                    help="kernel address-space cap, MB (4096; torch uses ~800)")  # fmt: skip
     s.add_argument("--every-cell", action="store_true",
-                   help="also run the cells that score nothing (reference runs, experiments)")  # fmt: skip
+                   help="also run the cells that score nothing (demos, experiments)")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

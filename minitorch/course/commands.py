@@ -256,7 +256,7 @@ _TARGET = re.compile(r"(?:target\s*)?(<=|>=|<|>|≤|≥)\s*([0-9.]+(?:e[-+]?\d+)
 
 
 def missed_target(value: float, anchor: str) -> bool:
-    """True when ``anchor`` states a target (``target <= 2.0``, ``>= 0.67``) that ``value`` misses."""
+    """True when ``anchor`` states a target (``target <= 2.0``, ``>= 0.67``) ``value`` misses."""
     match = _TARGET.search(anchor)
     if match is None:
         return False

@@ -30,7 +30,7 @@ def _version(module: str) -> Finding:
 TORCH = "torch>=2.4,<2.14"  # pyproject.toml's requirement
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 TESTED_PYTHON = (3, 11)
-SMOKE_TESTED = ((3, 12), (3, 13))  # pyproject.toml's classifiers  # pyproject.toml: requires-python and the classifiers say the same
+SMOKE_TESTED = ((3, 12), (3, 13))  # pyproject.toml's classifiers say the same
 
 
 def _python() -> Finding:
@@ -49,7 +49,8 @@ def _torch_threads() -> Finding:
     try:
         import torch
     except ImportError:
-        return Finding("torch", False, "not importable", f'pip install "{TORCH}" --index-url {CPU_INDEX}')
+        fix = f'pip install "{TORCH}" --index-url {CPU_INDEX}'
+        return Finding("torch", False, "not importable", fix)
     gpu = torch.cuda.is_available()
     cuda = "CUDA available" if gpu else "CPU only (GPU cells will be skipped)"
     detail = f"{torch.__version__}, {torch.get_num_threads()} threads, {cuda}"

@@ -30,8 +30,8 @@ from minitorch.course.notebook import (
 from minitorch.course.rebuild import add_extra_checks, culprit_of, merge, neutralise
 from minitorch.course.runner import RunOptions, run_notebook
 from minitorch.course.scoring import exercise_status
-from minitorch.course.unscored import skip_unscored
 from minitorch.course.syllabus import Lab, repo_root
+from minitorch.course.unscored import skip_unscored
 
 __all__ = [
     "ExerciseResult",

@@ -16,7 +16,6 @@ unassessed counted as 0.
 from __future__ import annotations
 
 import re
-
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -225,7 +225,8 @@ def find_matches(
     found = sorted(pairs.values(), key=lambda m: (-len(m.exercises), m.lab, m.student_a))
     if skipped:
         notes.append(f"{skipped} matching exercise(s) of two students who both handed in the "
-                     "published solution are listed only under 'equal to the published solution'")  # fmt: skip
+                     "published solution are listed only under 'equal to the published "
+                     "solution'")  # fmt: skip
     return found, notes
 
 

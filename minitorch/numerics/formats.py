@@ -7,10 +7,11 @@ biased exponent ``e`` and a mantissa field ``m``. Its value is
     subnormal  (e = 0):          v = (-1)^s 2^(1 - b) (m / 2^M)
 
 IEEE 754 formats (FP32, FP16, BF16, FP8 E5M2) reserve the all-ones exponent for inf (m = 0)
-and NaN (m != 0). FP8 E4M3 as the OCP 8-bit Floating Point Specification (OFP8, 2023) defines it has no inf and
-uses the all-ones exponent for normal numbers too, keeping only s.1111.111 as NaN; E4M3 so
-reaches 448 instead of 240. The name E4M3FN ("fn": *f*inite, *N*aN only) is LLVM/MLIR's,
-ml_dtypes' and torch's (``float8_e4m3fn``), not OCP's: the spec calls its formats E4M3 and E5M2.
+and NaN (m != 0). FP8 E4M3 as the OCP 8-bit Floating Point Specification (OFP8, 2023)
+defines it has no inf and uses the all-ones exponent for normal numbers too, keeping only
+s.1111.111 as NaN; E4M3 so reaches 448 instead of 240. The name E4M3FN ("fn": *f*inite,
+*N*aN only) is LLVM/MLIR's, ml_dtypes' and torch's (``float8_e4m3fn``), not OCP's: the spec
+calls its formats E4M3 and E5M2.
 
 Lab: 01_numerics
 Paper: IEEE 754-2019; Micikevicius et al. 2022, "FP8 Formats for Deep Learning"

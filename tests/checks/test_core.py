@@ -422,11 +422,11 @@ def test_several_substituted_references_make_one_short_clause(capsys) -> None:
 def test_bit_exact_compares_bits_not_values() -> None:
     from minitorch.checks.values import assert_bits_equal
 
-    zero = np.zeros(3, np.float32)
+    want = np.array([0, 0, 1], np.float32)
     with pytest.raises(CheckFailure, match="differ in 1 of 3"):
-        assert_bits_equal(np.array([0.0, -0.0, 1.0], np.float32), zero + [0, 0, 1], case="relu")
+        assert_bits_equal(np.array([0.0, -0.0, 1.0], np.float32), want, case="relu")
     with pytest.raises(CheckFailure, match="differ in 1 of 3"):  # widths differ: signs count
-        assert_bits_equal(np.array([0.0, -0.0, 1.0]), zero + [0, 0, 1], case="relu")
+        assert_bits_equal(np.array([0.0, -0.0, 1.0]), want, case="relu")
     nan = np.array([np.nan, 1.0], np.float32)
     assert_bits_equal(np.array([-np.nan, 1.0], np.float32), nan, case="nan payloads and signs")
     assert_bits_equal(np.arange(3), np.arange(3), case="ints")

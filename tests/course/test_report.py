@@ -172,8 +172,9 @@ def test_an_unreadable_file_of_a_known_lab_counts_zero_not_nothing() -> None:
     full = skill_report(_results(1.0, 2.0), ROOT)
     assert full.total == pytest.approx(10.0)
     broken = _results(1.0, 2.0)
-    broken["results"].append({"notebook": "alice/01_numerics.ipynb", "lab": None, "score": 0,
-                              "max_score": 0, "error": "not a notebook", "exercises": []})  # fmt: skip
+    unreadable = {"notebook": "alice/01_numerics.ipynb", "lab": None, "score": 0,
+                  "max_score": 0, "error": "not a notebook", "exercises": []}  # fmt: skip
+    broken["results"].append(unreadable)
     rep = skill_report(broken, ROOT)
     assert rep.total < 5.0, "the unreadable lab 01 must weigh in as 0, as the gradebook has it"
     assert any("lab 01 counts 0" in n for n in rep.notes)

@@ -30,7 +30,7 @@ def test_student_copies_go_on_past_every_cell_but_setup_and_exercises():
 def shell(capsys):
     ip = InteractiveShell.instance()
     runall._STOPPED.clear()
-    setattr(ip, "_a2s_runall", False)
+    ip._a2s_runall = False
     assert runall.install()
     yield ip
     ip.set_custom_exc((), None)
