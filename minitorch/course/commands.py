@@ -151,7 +151,10 @@ class _Progress:
         if self.bar is None:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, desc=self.desc, unit="cell", leave=False, file=sys.stderr)
+            # a terminal gets the bar and keeps its last state; a pipe (`!a2s check` in a
+            # notebook, a CI log) gets none: a bar that erased itself left an empty stderr box
+            self.bar = tqdm(total=total, desc=self.desc, unit="cell", file=sys.stderr,
+                            disable=None)  # fmt: skip
         bar = self.bar
         bar.total = total
         bar.n = min(done, total)

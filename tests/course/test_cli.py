@@ -239,3 +239,11 @@ def test_list_one_lab_and_the_course_total(capsys: pytest.CaptureFixture[str]) -
 )  # fmt: skip
 def test_bench_flags_a_missed_target(value, anchor, missed):
     assert commands.missed_target(value, anchor) is missed
+
+
+def test_check_progress_writes_nothing_to_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
+    bar = commands._Progress("lab 21", quiet=False)
+    for done in range(4):
+        bar.update(done, 3)
+    bar.close()
+    assert capsys.readouterr().err == ""  # stderr is not a terminal here
