@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import sys
 
+from minitorch.course.sealed_cells import _course_cells, _frame_rules
+
 __all__ = ["main"]
 
 _PREFIXES = ("minitorch", "numpy", "torch")
@@ -75,6 +77,7 @@ def _install(config: dict, verdict_fd: int) -> None:
     core = importlib.import_module("minitorch.checks.core")
     watch = importlib.import_module("minitorch.checks.watch")
     guard = importlib.import_module("minitorch.checks.guard")
+    truth = importlib.import_module("minitorch.checks.truth_guard")  # after guard: imports it
     profiler = importlib.import_module("minitorch.checks.profiler")
     names = [m for m in sys.modules if m.split(".")[0] in _PREFIXES or m in _EXTRA]
     mods, funcs, classes = snapshot([sys.modules[m] for m in names if sys.modules.get(m)])
@@ -83,17 +86,16 @@ def _install(config: dict, verdict_fd: int) -> None:
     wrapper_code = core.grader("00.0")(lambda s: "").__code__  # every check wrapper's code
     guard_code = core._Guarded.__call__.__code__
     blocked_code = guard.blocked.__wrapped__.__code__
-    keeper_code = guard._keeper.__code__  # the guard's own code swaps: blocked, the keeper
+    keeper_code = truth._keeper.__code__  # the guard's own code swaps: blocked, the keeper
     truth_modules, handouts, handed_out = (
-        guard.TRUTH_MODULES,
-        guard._HANDOUTS,
-        frozenset(guard._HANDOUTS),
+        truth.TRUTH_MODULES,
+        truth._HANDOUTS,
+        frozenset(truth._HANDOUTS),
     )  # what the default blocking of the graders' truth depends on (not callables)
     watch_code = watch.Watch.active.__wrapped__.__code__
     mac = hmac.new(bytes.fromhex(config["key"]), digestmod="sha256")
     verdict_path = os.path.realpath(config["verdicts"])
     dumps, write, getframe, realpath = json.dumps, os.write, sys._getframe, os.path.realpath
-    stdlib = frozenset(sys.stdlib_module_names)
     trusted = trusted_roots()
     hit_code = next(c for c in profiler.profiler.__code__.co_consts if getattr(c, "co_name", "")
                     == "hit")  # fmt: skip
@@ -103,42 +105,9 @@ def _install(config: dict, verdict_fd: int) -> None:
     removing: set[int] = set()  # threads whose watch hook raised a forbidden call just now
     child = [False]  # this process was forked from the kernel
     ident = _thread.get_ident
-    files: dict[str, bool] = {}
-
-    def kind(frame) -> str:
-        """student | course | stdlib | library, by the frame's module *and* file."""
-        if frame.f_code in course_codes:
-            return "course"
-        g = frame.f_globals
-        name = g.get("__name__") or "__main__"
-        if name == "__main__":
-            return "student"
-        filename = frame.f_code.co_filename
-        ok = files.get(filename)
-        if ok is None:
-            ok = files[filename] = filename.startswith("<frozen ") or realpath(filename).startswith(
-                trusted
-            )
-        if not ok:  # generated code (dataclasses): only in its genuine module's globals
-            module = sys.modules.get(name)
-            if filename != "<string>" or module is None or vars(module) is not g:
-                return "student"
-        top = name.split(".")[0]
-        return "course" if top == "minitorch" else "stdlib" if top in stdlib else "library"
-
-    def origin(frame) -> str:
-        while frame is not None and kind(frame) == "stdlib":
-            frame = frame.f_back
-        return "library" if frame is None else kind(frame)
-
-    def in_guarded_student_code(frame) -> bool:
-        student = False
-        while frame is not None:
-            if frame.f_code is guard_code:
-                return student
-            student = student or kind(frame) == "student"
-            frame = frame.f_back
-        return False
+    kind, origin, in_guarded_student_code, frame_given, frame_allowed = _frame_rules(
+        course_codes, guard_code, trusted
+    )
 
     def student_part(frame) -> list | None:
         """The frames from ``frame`` down to the first course frame, if student code is among
@@ -154,29 +123,6 @@ def _install(config: dict, verdict_fd: int) -> None:
         if frame is None or frame.f_globals.get("__name__") == __name__:
             return None
         return part if student else None
-
-    def frame_given(args: tuple, event: str):
-        """The frame an event hands out: sys._getframe's, or the one an attribute reads."""
-        if event == "sys._getframe":
-            return args[0] if args else None
-        obj, name = args[0], args[1]
-        try:
-            return getattr(obj, name)
-        except (AttributeError, ValueError):
-            return None
-
-    def frame_allowed(given, part: list) -> bool:
-        """Whether ``given`` belongs to the student's own part of the stack: one of ``part``,
-        or a frame that has left the stack (a finished helper, a generator's) whose callers
-        reach ``part`` or end without passing course code."""
-        ids = {id(f) for f in part}
-        while given is not None:
-            if id(given) in ids:
-                return True
-            if kind(given) == "course":
-                return False
-            given = given.f_back
-        return True
 
     def flag(what: str) -> None:
         pending.append(what)
@@ -199,8 +145,8 @@ def _install(config: dict, verdict_fd: int) -> None:
         # verdict); a change to the grader that is still there taints every later verdict
         found = pending + changes(mods, funcs, classes, trusted)
         if (
-            guard.TRUTH_MODULES is not truth_modules
-            or guard._HANDOUTS is not handouts
+            truth.TRUTH_MODULES is not truth_modules
+            or truth._HANDOUTS is not handouts
             or not handed_out.issuperset(handouts)
         ):
             found.append("the guard's list of ground-truth modules or handouts was changed")
@@ -280,36 +226,6 @@ def _install(config: dict, verdict_fd: int) -> None:
     del config
     os.register_at_fork(after_in_child=in_child)
     sys.addaudithook(hook)
-
-
-def _course_cells(cells: dict[str, str]) -> tuple[frozenset, object]:
-    """Compile the course's own cells now; return their code objects and the cell runner.
-
-    In the graded notebook each course cell reads ``__a2s_cell__("id")``: its code runs from
-    here, compiled before any student code, so it is known by identity (with every function
-    it defines) and no input transformer or rebinding of the student's can alter it.
-    """
-    import sys
-    import types
-
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    plain = TransformerManager().transform_cell
-    compiled = {cid: compile(plain(src), f"<a2s course cell {cid}>", "exec") for cid, src in
-                cells.items()}  # fmt: skip
-    codes: set = set()
-    todo = list(compiled.values())
-    while todo:
-        code = todo.pop()
-        codes.add(code)
-        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    getframe = sys._getframe
-
-    def run_cell(cell_id: str) -> None:
-        """Run the course cell ``cell_id`` in the notebook's namespace."""
-        exec(compiled[cell_id], getframe(1).f_globals)
-
-    return frozenset(codes), run_cell
 
 
 def main() -> None:
