@@ -14,13 +14,20 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-import numpy as np
-
-from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader
 from minitorch.checks.errors import CheckFailure, StudentError
-from minitorch.checks.harness import request, run_apart
-from minitorch.checks.lab17.model import KIB, MIB, Row, plain_alloc, plain_free, plain_size_class
+from minitorch.checks.harness import run_apart
+from minitorch.checks.lab17._truth import (
+    Trace,
+    _live_after,
+    _Plain,
+    _plain_run,
+    _traces,
+    _whole_free,
+    plain_replay,
+)
+from minitorch.checks.lab17.device import _counts, _Device, _device_proxy, _int
+from minitorch.checks.lab17.model import MIB
 from minitorch.checks.values import assert_true
 from minitorch.runtime.allocator import CacheState
 from minitorch.runtime.trace import training_step_trace
@@ -35,99 +42,6 @@ BLOCKS = (
 )
 BUDGET = 1.25  # reserved peak / live-bytes lower bound, on the shipped trace
 DEVICE_ALLOCS = 10  # device allocations for three training steps of the shipped trace
-Trace = list[tuple[str, int, int]]
-
-
-class _Device:
-    """The grader's driver: bump addresses, every call counted, frees checked."""
-
-    def __init__(self) -> None:
-        self.next = 1 << 40
-        self.live: dict[int, int] = {}
-        self.mallocs = self.frees = self.reserved = self.peak = 0
-
-    def malloc(self, nbytes: int) -> int:
-        nbytes = int(nbytes)
-        if nbytes <= 0 or nbytes % 512:
-            raise CheckFailure(f"device.malloc({nbytes}): segments are positive multiples of 512.")
-        addr, self.next = self.next, self.next + nbytes
-        self.live[addr] = nbytes
-        self.mallocs += 1
-        self.reserved += nbytes
-        self.peak = max(self.peak, self.reserved)
-        return addr
-
-    def free(self, addr: int) -> None:
-        if addr not in self.live:
-            raise CheckFailure(f"device.free({addr}): not the start of a live segment.")
-        self.reserved -= self.live.pop(addr)
-        self.frees += 1
-
-
-def plain_replay(trace: Trace) -> tuple[int, int]:
-    """(device allocations, reserved peak) of the plain model on ``trace``."""
-    return _plain_run(trace)[:2]
-
-
-def _plain_run(trace: Trace) -> tuple[int, int, dict[str, list[Row]]]:
-    """(device allocations, reserved peak, pools) of the plain model on ``trace``."""
-    pools: dict[str, list[Row]] = {"small": [], "large": []}
-    where: dict[int, tuple[str, int]] = {}
-    nxt = allocs = reserved = peak = 0
-    for op, ident, n in trace:
-        if op == "free":
-            name, addr = where.pop(ident)
-            rows = pools[name]
-            plain_free(rows, next(k for k, r in enumerate(rows) if r[0] == addr))
-            continue
-        size, name, seg = plain_size_class(n)
-        rows = pools[name]
-        i = plain_alloc(rows, size, name == "small")
-        if i is None:
-            rows.append([nxt, seg, nxt, False])
-            nxt, allocs, reserved = nxt + seg, allocs + 1, reserved + seg
-            peak = max(peak, reserved)
-            i = plain_alloc(rows, size, name == "small")
-        assert i is not None
-        where[ident] = (name, rows[i][0])
-    return allocs, peak, pools
-
-
-class _Plain:
-    """The plain model, one event at a time: what ``allocated`` and the device calls are."""
-
-    def __init__(self) -> None:
-        self.pools: dict[str, list[Row]] = {"small": [], "large": []}
-        self.where: dict[int, tuple[str, int, int]] = {}  # ident -> (pool, addr, block size)
-        self.next = self.allocs = self.allocated = 0
-
-    def alloc(self, ident: int, n: int) -> None:
-        size, name, seg = plain_size_class(n)
-        rows = self.pools[name]
-        i = plain_alloc(rows, size, name == "small")
-        if i is None:
-            rows.append([self.next, seg, self.next, False])
-            self.next, self.allocs = self.next + seg, self.allocs + 1
-            i = plain_alloc(rows, size, name == "small")
-        assert i is not None
-        self.where[ident] = (name, rows[i][0], rows[i][1])
-        self.allocated += rows[i][1]
-
-    def free(self, ident: int) -> None:
-        name, addr, size = self.where.pop(ident)
-        rows = self.pools[name]
-        plain_free(rows, next(k for k, r in enumerate(rows) if r[0] == addr))
-        self.allocated -= size
-
-
-def _whole_free(pools: dict[str, list[Row]]) -> int:
-    """Bytes of the segments that are one free block: what empty_cache gives back."""
-    out = 0
-    for rows in pools.values():
-        for r in rows:
-            if not r[3] and r[0] == r[2] and sum(1 for o in rows if o[2] == r[2]) == 1:
-                out += r[1]
-    return out
 
 
 class _Watch:
@@ -229,37 +143,6 @@ class _Watch:
             )
 
 
-def _int(x: Any) -> Any:
-    """A count as a plain int (the learner's own int subclass or object shown, not sent)."""
-    if type(x) is int or (isinstance(x, np.integer) and type(x).__module__ == "numpy"):
-        return int(x)
-    return repr(x)[:60]
-
-
-def _counts(state: CacheState) -> list[Any]:
-    return [_int(getattr(state, f, None))
-            for f in ("allocated", "reserved", "peak_reserved", "device_allocs")]  # fmt: skip
-
-
-def _device_proxy(events: list[tuple[Any, ...]]) -> Any:
-    """The learner's device (child side): ``malloc`` and ``free`` only, each a request to the
-    grader's device that first hands over the events finished since the last request, so the
-    grader checks each event against the device as it was when the event ended."""
-
-    def call(name: str, *args: Any) -> Any:
-        done = list(events)
-        events.clear()
-        return request(name, done, *args)
-
-    namespace: dict[str, Any] = {
-        "__slots__": (),
-        "malloc": lambda self, nbytes: call("device.malloc", _int(nbytes)),
-        "free": lambda self, addr: call("device.free", _int(addr)),
-        "__repr__": lambda self: "<device: requests to the grader>",
-    }
-    return type("Device", (), namespace)()
-
-
 def _child(malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str) -> Any:
     """In the learner's process: the trace replayed on a fresh state, each event reported."""
     events: list[tuple[Any, ...]] = []
@@ -313,42 +196,6 @@ def _counters(counters: list[Any], dev: _Device, reserved: int, label: str) -> N
         f"device_allocs) = {tuple(counters)}, the device says {tuple(want)}. Count a segment "
         "in reserved and device_allocs when you malloc it from the device, keep the peak.",
     )
-
-
-def _live_after(trace: Trace) -> bool:
-    alive: set[int] = set()
-    for op, ident, _ in trace:
-        if op == "alloc":
-            alive.add(ident)
-        elif op == "free":
-            alive.discard(ident)
-    return bool(alive)
-
-
-def _traces(g: Any) -> list[tuple[str, Trace]]:
-    out: list[tuple[str, Trace]] = [
-        ("one size, five times", [e for i in range(5) for e in (("alloc", i, 4000), ("free", i, 4000))]),  # noqa: E501
-        ("both pools", [("alloc", 1, 100), ("alloc", 2, 2 * MIB), ("alloc", 3, 700_000),
-                        ("free", 1, 100), ("free", 2, 2 * MIB), ("free", 3, 700_000),
-                        ("alloc", 4, 3 * MIB), ("alloc", 5, 12 * MIB)]),
-        ("freed neighbours serve a bigger request", [("alloc", i, 512 * KIB) for i in range(4)]
-         + [("free", i, 512 * KIB) for i in (1, 0, 3, 2)] + [("alloc", 9, MIB)]),
-        ("a live block behind a free one", [("alloc", 1, 100), ("alloc", 2, 100),
-                                            ("free", 1, 100)]),
-    ]  # fmt: skip
-    trace: Trace = []
-    live: list[tuple[int, int]] = []
-    for i in range(300):
-        if live and g.random() < 0.45:
-            ident, n = live.pop(int(g.integers(0, len(live))))
-            trace.append(("free", ident, n))
-        else:
-            n = int(g.choice([g.integers(1, 64 * KIB), g.integers(64 * KIB, 2 * MIB),
-                              g.integers(2 * MIB, 24 * MIB)], p=[0.6, 0.3, 0.1]))  # fmt: skip
-            trace.append(("alloc", i, n))
-            live.append((i, n))
-    out.append((fresh("300 random events"), trace))
-    return out
 
 
 @grader("17.4", blocks=BLOCKS, uses=(
