@@ -263,10 +263,9 @@ def missed_target(value: float, anchor: str) -> bool:
     match = _TARGET.search(anchor)
     if match is None:
         return False
-    op, bound = match.group(1), float(match.group(2))
-    ok = {"<=": value <= bound, "≤": value <= bound, "<": value < bound,
-          ">=": value >= bound, "≥": value >= bound, ">": value > bound}[op]  # fmt: skip
-    return not ok
+    op, bound = match.group(1).replace("≤", "<=").replace("≥", ">="), float(match.group(2))
+    ok = {"<=": value <= bound, "<": value < bound, ">=": value >= bound, ">": value > bound}
+    return not ok[op]
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
