@@ -265,7 +265,7 @@ def test_activation_bytes():
 
 # ------------------------------------------------------------------------ 24.1 gloo ranks
 def _on_gloo(comm):
-    return type(comm).__module__ == "minitorch.checks.ranks"  # a gloo rank's proxy
+    return type(comm).__module__.startswith("minitorch.checks.rank")  # a gloo rank's proxy
 
 
 def forward_torch_collective(comm, x, w1, b1, w2, b2):  # honest on SimWorld only
