@@ -219,7 +219,7 @@ def on_gloo_rank(
             raise ValueError("this request was already waited for")
         return handle.wait()
 
-    serve = {
+    serve: dict[str, Callable[..., Any]] = {
         "comm.send": counting.send, "comm.recv": counting.recv, "comm.isend": isend,
         "comm.irecv": irecv, "comm.wait": wait, "comm.barrier": counting.barrier,
     }  # fmt: skip

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from typing import Any
 
 from minitorch.checks.guard import _stub, reference_called
@@ -58,7 +58,8 @@ def _grader_module(name: str) -> bool:
 
 def _truth(*args: Any, **kwargs: Any) -> Any:
     # swapped in for a grader function: asks _through who called, then runs the original
-    through, name, shadow, key, owner = "__A2S_TRUTH__"
+    slots: Any = "__A2S_TRUTH__"  # a constant swapped for the bound tuple in each stub
+    through, name, shadow, key, owner = slots
     return through(name, shadow, key, owner)(*args, **kwargs)
 
 
@@ -94,7 +95,7 @@ def _through(name: str, shadow: Any, key: int, owner: int) -> Any:
     """
     if key in _HANDOUTS or owner in _HANDOUTS:
         return shadow
-    frame = sys._getframe(2)  # the stub's caller
+    frame: types.FrameType | None = sys._getframe(2)  # the stub's caller
     while frame is not None:
         g = frame.f_globals
         module = g.get("__name__") or ""
@@ -107,7 +108,7 @@ def _through(name: str, shadow: Any, key: int, owner: int) -> Any:
         frame = frame.f_back
     else:
         return shadow
-    guard = frame
+    guard: types.FrameType | None = frame
     while guard is not None:  # the guarded call the student's code runs in: its arguments
         if guard.f_code.co_name == "__call__" and guard.f_globals.get("__name__") == _CORE:
             handed = _handed((*guard.f_locals.get("args", ()),
@@ -202,13 +203,16 @@ def _handed(values: Iterable[Any]) -> set[int]:
     return ids
 
 
-def _keeper() -> Iterator[None]:
+def _keeper() -> Generator[None, Any, None]:
     """Holds the stubs (each keeps the original it stands for) where no student code reaches:
     in this generator's frame (frames are out of reach in the sealed kernel). It takes
     requests only from :class:`truth_blocked`; guarded calls running at once share the swap."""
     tables: dict[str, tuple[int, list[Any]]] = {}  # lab -> (len(sys.modules) then, rows)
     active: list[list[Any]] = []
     depth = 0
+    enter: Any
+    leave: Any
+    lab: Any
     enter, leave = yield None  # the codes of truth_blocked's methods, sent once at import
     lab = yield None
     while True:

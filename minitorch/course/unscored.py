@@ -93,7 +93,7 @@ def unscored_cells(nb: NotebookNode) -> list[str]:
     skipped: list[str] = []
     for cell, tree in zip(reversed(code), reversed(trees), strict=True):
         keep = tree is None or bool(_KEEP & set(tags(cell))) or "gpu" in tags(cell)
-        if not keep:
+        if not keep and tree is not None:
             names, _ = _bound(tree)
             touched = _changed_in_place(tree) & data & needed
             keep = bool(names & needed) or bool(touched)

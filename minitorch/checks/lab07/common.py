@@ -111,7 +111,7 @@ def _launch_apart(kernel: Any, g: Dim3, b: Dim3, args: tuple, case: str) -> Kern
     def store(h: Any, index: Any, value: Any, mask: Any) -> None:
         guard(lambda: ctx().store(array(h), _index(index), value, mask))
 
-    serve = {
+    serve: dict[str, Callable[..., Any]] = {
         "simt.next": next_block,
         "simt.shared": shared,
         "simt.sync": lambda: ctx().syncthreads(),

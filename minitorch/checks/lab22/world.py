@@ -155,7 +155,7 @@ class _World:
         def cq(host: str) -> list[tuple[int, str, int]]:
             return [(wc.wr_id, wc.opcode, wc.byte_len) for wc in hosts[host].cq]
 
-        table = {
+        table: dict[str, Callable[..., Any]] = {
             "reg_mr": reg_mr, "memcpy": memcpy, "poll_cq": poll_cq, "post_recv": post_recv,
             "post_send": post_send, "rdma_write": one_sided("rdma_write"),
             "rdma_read": one_sided("rdma_read"), "buf_get": buf_get, "buf_set": buf_set,

@@ -205,7 +205,8 @@ def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
         params = [g.standard_normal((a, b)) / np.sqrt(a) for a, b in itertools.pairwise(widths)]
         x = g.standard_normal((3, widths[0]))
         # the shards exist before the measured run: only what the forward allocates counts
-        stores = [ZeroRank(_Shape(r, n), params, 3) for r in range(n)]
+        shapes: list[Any] = [_Shape(r, n) for r in range(n)]  # ZeroRank reads rank and size only
+        stores = [ZeroRank(s, params, 3) for s in shapes]
         student = guarded(raw, "23.5", _BLOCKS, forbid=("torch", "tracemalloc"))
         try:
             run = run_ranks(_measured(student, stores, x), SimWorld(n), [()] * n)

@@ -26,6 +26,7 @@ from minitorch.autograd import Tensor
 from minitorch.checks.ranks import LEARNER, on_gloo_rank
 from minitorch.comm import collectives
 from minitorch.comm.protocol import Communicator
+from minitorch.comm.torchdist import TorchDistComm
 
 __all__ = [
     "ddp_gloo",
@@ -108,7 +109,7 @@ def _maker(source: str, name: str) -> Callable[[], Callable[..., Any]]:
     return make
 
 
-def ddp_gloo(comm: Communicator, source: str, name: str, cases: list[dict[str, Any]]) -> list:
+def ddp_gloo(comm: TorchDistComm, source: str, name: str, cases: list[dict[str, Any]]) -> list:
     """On a gloo rank: every case's training, each call of the learner's ``name`` in a sealed
     forked child of this rank (:func:`~minitorch.checks.ranks.on_gloo_rank`: torch is a
     forbidden call there); the messages are this rank's own count."""

@@ -22,6 +22,7 @@ from minitorch.checks.ranks import LEARNER, CountingComm, on_gloo_rank, protocol
 from minitorch.checks.values import plain
 from minitorch.comm import collectives
 from minitorch.comm.protocol import Communicator
+from minitorch.comm.torchdist import TorchDistComm
 
 __all__ = [
     "full_attention",
@@ -138,7 +139,7 @@ def _maker(source: str, name: str) -> Callable[[], Callable[..., Any]]:
     return make
 
 
-def ring_gloo(comm: Communicator, source: str, name: str, cases: list[dict[str, Any]]) -> list:
+def ring_gloo(comm: TorchDistComm, source: str, name: str, cases: list[dict[str, Any]]) -> list:
     """On a gloo rank: each case's call of the learner's ``name`` in a sealed forked child of
     this rank (:func:`~minitorch.checks.ranks.on_gloo_rank`: torch is a forbidden call
     there); the bytes per peer are this rank's own count."""
