@@ -111,7 +111,8 @@ def _hidden(extra: tuple[str, ...]) -> list[Path]:
 def _command(nb_path: Path, ini: Path, opts: RunOptions) -> list[str]:
     return [
         sys.executable, "-m", "pytest", str(nb_path), "-c", str(ini), "--rootdir", str(ini.parent),
-        "-p", "minitorch.course.nbval_plugin", "-p", "no:cacheprovider",
+        "-p", "minitorch.course.nbval_plugin", "-p", "nbval.plugin", "-p", "no:cacheprovider",
+        "--assert=plain",
         "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={opts.cell_timeout:g}",
         "--nbval-kernel-startup-timeout=60", "-q", "--no-header", "-rN", "--tb=no",
     ]  # fmt: skip
@@ -161,6 +162,9 @@ def run_notebook(
             "PYTHONDONTWRITEBYTECODE": "1",
         }  # fmt: skip
         env.pop("PYTEST_ADDOPTS", None)
+        # only nbval and the course's plugin: another installed pytest plugin neither changes a
+        # grade nor costs its start-up (hypothesis's alone, assertion-rewritten, took 1.5 s)
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         command = sandboxed(
             _command(nb_path, ini, opts), folder, course, _hidden(opts.hide), result.isolation
         )
