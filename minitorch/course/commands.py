@@ -13,7 +13,7 @@ from minitorch.course.build import build_all, existing_labs
 from minitorch.course.grade import grade_submission
 from minitorch.course.notebook import NotebookError, dumps, exercises, read_notebook
 from minitorch.course.runner import RunOptions
-from minitorch.course.syllabus import LABS, LAYERS, find_lab, find_lab_notebook, repo_root
+from minitorch.course.syllabus import LABS, LAYERS, course_folder, find_lab, find_lab_notebook
 from minitorch.course.table import results_table as _table
 from minitorch.course.table import shown_path
 
@@ -24,9 +24,9 @@ class UsageError(Exception):
     """A bad argument: printed as ``a2s CMD: error: ...`` with exit status 2."""
 
 
-def _root() -> Path:
+def _root(needs: str = "") -> Path:
     try:
-        return repo_root()
+        return course_folder(needs)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
 
@@ -84,7 +84,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    root = _root()
+    root = _root("build")
     try:
         report = build_all(root, check=args.check, force=args.force)
     except NotebookError as exc:
@@ -117,7 +117,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
     from minitorch.course.build import KERNELSPEC
     from minitorch.course.outputs import clean_notebook_outputs
 
-    root = _root()
+    root = _root("execute")
     labs = [_lab(k) for k in args.labs] or [lab for lab, _ in existing_labs(root)]
     for lab in labs:
         path = lab.solution_path(root)
@@ -236,7 +236,7 @@ def _bench_watch(args: argparse.Namespace) -> int:
     from minitorch.bench import one_thread
     from minitorch.course.overhead import watch_overhead
 
-    root = _root()
+    root = _root("bench --watch")
     labs = [_lab(args.lab)] if args.lab else [lab for lab, _ in existing_labs(root)]
     worst = 0.0
     for lab in labs:

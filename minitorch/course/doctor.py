@@ -19,11 +19,17 @@ class Finding:
     fix: str = ""
 
 
+_REINSTALL = (
+    'pip install -e ".[dev]" in the course clone; in an assignment repository, reinstall the '
+    "course package as its README says"
+)
+
+
 def _version(module: str) -> Finding:
     try:
         mod = importlib.import_module(module)
     except Exception as exc:  # any import failure is a finding, not a crash
-        return Finding(module, False, f"{type(exc).__name__}: {exc}", 'pip install -e ".[dev]"')
+        return Finding(module, False, f"{type(exc).__name__}: {exc}", _REINSTALL)
     return Finding(module, True, str(getattr(mod, "__version__", "installed")))
 
 
@@ -67,18 +73,29 @@ def _torch_threads() -> Finding:
 
 
 def _checkout() -> Finding:
-    from minitorch.course.syllabus import repo_root
+    """Which course a2s works with: a checkout (every command) or an assignment repository."""
+    from minitorch.course.syllabus import LABS, is_template, repo_root, template_problems
 
     try:
         root = repo_root()
     except FileNotFoundError as exc:
         return Finding(
-            "course checkout",
+            "course",
             False,
             str(exc).split(";")[0],
-            'from a clone of the course: pip install -e ".[dev]", or run a2s inside the clone',
+            "run a2s inside your assignment repository (labs/ and .a2s/) or the course clone",
         )
-    return Finding("course checkout", True, str(root))
+    if not is_template(root):
+        return Finding("course", True, f"checkout {root} (solutions/: every command works)")
+    labs = ", ".join(lab.number for lab in LABS if lab.solution_path(root).is_file())
+    bad = template_problems(root)
+    detail = (
+        f"assignment repository {root} (labs {labs or 'none'}; check, list and grade work with "
+        "the installed package's graders; build, execute and release need the course checkout)"
+    )
+    if bad:
+        return Finding("course", False, f"{detail}: {bad[0]}", "git checkout -- .a2s")
+    return Finding("course", True, detail)
 
 
 def _gloo() -> Finding:
@@ -123,7 +140,7 @@ def _kernel() -> Finding:
     try:
         from jupyter_client.manager import start_new_kernel
     except ImportError as exc:
-        return Finding("jupyter kernel", False, str(exc), 'pip install -e ".[dev]"')
+        return Finding("jupyter kernel", False, str(exc), _REINSTALL)
     t0 = time.perf_counter()
     try:
         km, kc = start_new_kernel(

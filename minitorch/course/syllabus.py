@@ -6,6 +6,9 @@ Lab numbers are stable: a lab keeps its number and slug once it exists. A lab "e
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,13 +17,23 @@ __all__ = [
     "LABS",
     "LAYERS",
     "PROFILES",
+    "REFERENCE_DIR",
     "SUBJECTS",
+    "TEMPLATE_MARKER",
     "Lab",
     "Profile",
+    "course_folder",
     "find_lab",
     "find_lab_notebook",
+    "is_template",
     "repo_root",
+    "template_problems",
 ]
+
+# A released assignment repository (``a2s release``) has no solutions/: it holds its labs'
+# reference copies (exercises stubbed, what a submission is graded in) and a manifest.
+TEMPLATE_MARKER = Path(".a2s", "course.json")
+REFERENCE_DIR = Path(".a2s", "labs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +52,10 @@ class Lab:
         return f"{self.number}_{self.slug}"
 
     def solution_path(self, root: Path) -> Path:
+        """The notebook a submission is graded against: ``solutions/NN_slug.ipynb`` in a
+        checkout; in a released template (no solutions/), its reference copy in ``.a2s/labs``."""
+        if is_template(root):
+            return root / REFERENCE_DIR / f"{self.name}.ipynb"
         return root / "solutions" / f"{self.name}.ipynb"
 
     def lab_path(self, root: Path) -> Path:
@@ -145,19 +162,88 @@ PROFILES: dict[str, Profile] = {
 }
 
 
+def _is_checkout(folder: Path) -> bool:
+    return (folder / "solutions").is_dir() and (folder / "minitorch").is_dir()
+
+
+def is_template(root: Path) -> bool:
+    """True for a released assignment repository: the manifest, and no solutions/."""
+    return (root / TEMPLATE_MARKER).is_file() and not (root / "solutions").is_dir()
+
+
+def template_problems(root: Path) -> list[str]:
+    """What is wrong with a released template's manifest or reference copies (empty: none)."""
+    try:
+        manifest = json.loads((root / TEMPLATE_MARKER).read_text(encoding="utf-8"))
+        refs = dict(manifest["references"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"{TEMPLATE_MARKER} is unreadable ({type(exc).__name__})"]
+    problems = []
+    for name, sha in sorted(refs.items()):
+        path = root / REFERENCE_DIR / f"{name}.ipynb"
+        try:
+            ok = hashlib.sha256(path.read_bytes()).hexdigest() == sha
+        except OSError:
+            problems.append(f"{REFERENCE_DIR / path.name} is missing")
+            continue
+        if not ok:
+            problems.append(f"{REFERENCE_DIR / path.name} was changed since it was released")
+    return problems
+
+
 def repo_root() -> Path:
-    """Return the course checkout: the folder holding ``solutions/`` (an editable install)."""
+    """Return the course folder: a checkout (``solutions/`` and ``minitorch/``) or a released
+    template (``.a2s/course.json``, labs graded against ``.a2s/labs``, the installed package's
+    graders).
+
+    ``A2S_COURSE`` names it outright; else the checkout of an editable install; else the
+    nearest such folder at or above the working directory.
+    """
+    named = os.environ.get("A2S_COURSE")
+    if named:
+        folder = Path(named).expanduser().resolve()
+        if _is_checkout(folder) or is_template(folder):
+            return folder
+        raise FileNotFoundError(
+            f"A2S_COURSE={named} is neither a course checkout (solutions/ and minitorch/) nor "
+            "an assignment repository (.a2s/course.json)"
+        )
     here = Path(__file__).resolve().parents[2]
     if (here / "solutions").is_dir():
         return here
     cwd = Path.cwd()
     for folder in (cwd, *cwd.parents):
-        if (folder / "solutions").is_dir() and (folder / "minitorch").is_dir():
+        if _is_checkout(folder) or is_template(folder):
             return folder
-    raise FileNotFoundError(
-        "cannot find the course checkout (a folder with solutions/ and minitorch/); "
-        "install with `pip install -e .` from the clone or run a2s inside it"
+    near = next((f for f in (cwd, *cwd.parents) if (f / "labs").is_dir()), None)
+    hint = (
+        f"; {near} has labs/ but no {TEMPLATE_MARKER}: it was not written by `a2s release`"
+        if near
+        else ""
     )
+    raise FileNotFoundError(
+        "cannot find the course checkout (a folder with solutions/ and minitorch/) or an "
+        f"assignment repository (a folder with {TEMPLATE_MARKER}){hint}; "
+        "run a2s inside your assignment repository or the course clone"
+    )
+
+
+def course_folder(needs: str = "") -> Path:
+    """:func:`repo_root` for a command: ``needs`` names one that needs solutions/ (refused in
+    a template); a template's reference copies must be as released. In a template, results
+    record the course commit it was released from (its own git history is the student's)."""
+    root = repo_root()
+    if not is_template(root):
+        return root
+    if needs:
+        raise FileNotFoundError(f"`a2s {needs}` needs the course checkout (solutions/); {root} "
+                                "is an assignment repository, which has none")  # fmt: skip
+    bad = template_problems(root)
+    if bad:
+        raise FileNotFoundError(f"{bad[0]}: restore it (git checkout -- .a2s) to grade here")
+    manifest = json.loads((root / TEMPLATE_MARKER).read_text(encoding="utf-8"))
+    os.environ.setdefault("A2S_COURSE_COMMIT", str(manifest.get("course_commit") or "unknown"))
+    return root
 
 
 def find_lab_notebook(lab: Lab, start: Path) -> Path:
