@@ -10,11 +10,11 @@ import yaml
 
 from minitorch.course.cli import main
 from minitorch.course.notebook import exercises, read_notebook, tags
-from minitorch.course.release import DEFAULT_IMAGE, release, workflow
+from minitorch.course.release import DEFAULT_IMAGE, package_spec, release, workflow
 from minitorch.course.syllabus import LABS, find_lab, repo_root
 
 ROOT = repo_root()
-IMAGE = "ghcr.io/acme/algo2silicon-grader:2026"
+IMAGE = "ghcr.io/acme/algo2silicon-student:2026"
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +26,33 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_template_holds_labs_docs_readme_and_the_workflow(template: Path) -> None:
     files = sorted(str(p.relative_to(template)) for p in template.rglob("*") if p.is_file())
-    assert files == [".github/workflows/classroom.yml", ".gitignore", "README.md",
+    assert files == [".a2s/course.json", ".a2s/labs/00_orientation.ipynb",
+                     ".a2s/labs/01_numerics.ipynb", ".dockerignore",
+                     ".github/workflows/classroom.yml", ".gitignore", "Dockerfile", "README.md",
                      "docs/glossary.md", "docs/student_guide.md",
                      "labs/00_orientation.ipynb", "labs/01_numerics.ipynb"]  # fmt: skip
+
+
+def test_the_student_guide_is_written_for_the_template(template: Path) -> None:
+    for name in ("docs/student_guide.md", "README.md"):
+        text = (template / name).read_text(encoding="utf-8")
+        assert "--extra-index-url https://download.pytorch.org/whl/cpu" in text, name
+        assert '"algo2silicon @ git+COURSE_REPO_URL"' in text, name  # the course package
+        assert "a2s check 00" in text and "jupyter lab labs/" in text, name
+        assert "solutions/" not in text and '-e ".[dev]"' not in text, name
+        assert "pip install -e" not in text and "algo2silicon-grader" not in text, name
+    guide = (template / "docs/student_guide.md").read_text(encoding="utf-8")
+    assert guide != (ROOT / "docs/student_guide.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("url", "spec"), [
+    ("https://github.com/acme/course", "algo2silicon @ git+https://github.com/acme/course"),
+    ("git+ssh://git@github.com/acme/course", "algo2silicon @ git+ssh://git@github.com/acme/course"),
+    ("https://acme.org/algo2silicon-0.1.0-py3-none-any.whl",
+     "algo2silicon @ https://acme.org/algo2silicon-0.1.0-py3-none-any.whl"),
+])  # fmt: skip
+def test_the_install_line_takes_a_wheel_or_git_url(url: str, spec: str) -> None:
+    assert package_spec(url) == spec
 
 
 def test_no_solution_hidden_test_or_output_leaves(template: Path) -> None:
