@@ -1,10 +1,14 @@
-# The course's grading image: Python 3.11, the CPU build of torch, and the course checkout with
-# its canonical solutions (the grader rebuilds every submission from them). The GitHub
-# Classroom workflow (classroom/autograding.yml, written by `a2s release`) grades in it.
+# The course's PRIVATE grading image: Python 3.11, the CPU build of torch, and the whole course
+# checkout (`COPY .`), so it holds solutions/ and any hidden checks you keep in the checkout
+# (`a2s grade --extra-checks /course/DIR`). It is the instructor's: grade collected
+# submissions in it; never publish it, give it to students, or name it in a Classroom workflow
+# (a student can edit the workflow and read anything in its image). Students get the student
+# image instead: the `Dockerfile` that `a2s release` writes into the template, whose build
+# context (.dockerignore) is the template's labs/ and .a2s/ only (docs/instructor_guide.md).
 #
 #   docker build -t ghcr.io/ORG/algo2silicon-grader:TERM \
 #       --build-arg A2S_COURSE_COMMIT="$(git rev-parse HEAD)" .
-#   docker push ghcr.io/ORG/algo2silicon-grader:TERM
+#   docker push ghcr.io/ORG/algo2silicon-grader:TERM     # to a private registry only
 FROM python:3.11-slim
 
 ENV PIP_NO_CACHE_DIR=1 \
