@@ -138,9 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("out_dir", metavar="OUT_DIR", help="an empty or new folder")
     s.add_argument("--labs", metavar="NN,NN", help="the assignment's labs (default: all written)")
     s.add_argument("--image", default=DEFAULT_IMAGE, metavar="IMAGE",
-                   help="the grading container image the workflow runs in")  # fmt: skip
+                   help="the student image the workflow runs in (not the grading one)")  # fmt: skip
     s.add_argument("--course-url", default="COURSE_REPO_URL", metavar="URL",
-                   help="the course's git URL, for the install line in the README")  # fmt: skip
+                   help="the course to pip-install: a wheel or git URL")  # fmt: skip
 
     s = sub.add_parser("doctor", help="check Python, torch, gloo, BLAS, cores, the Jupyter kernel")
     s.add_argument("--no-kernel", action="store_true", help="skip starting a kernel")

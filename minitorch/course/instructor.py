@@ -269,5 +269,5 @@ def release(args: argparse.Namespace) -> int:
           f"(labs {', '.join(lab.number for lab in labs)})")  # fmt: skip
     if args.image == DEFAULT_IMAGE:
         print(f"note: the workflow uses the placeholder image {args.image}; "
-              "pass --image with your published grading image", file=sys.stderr)  # fmt: skip
+              "pass --image with your published student image", file=sys.stderr)  # fmt: skip
     return 0
