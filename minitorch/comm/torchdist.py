@@ -43,6 +43,7 @@ __all__ = ["HOST", "RankError", "TorchDistComm", "launch", "run_source"]
 HOST = "127.0.0.1"
 _DTYPES = [np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8, np.uint8]
 _HEADER = 8  # int64 words: dtype code, ndim, up to six dimensions
+_JOINED = 16  # added to the dtype code when the payload follows the header in one message
 
 
 class RankError(RuntimeError):
@@ -93,6 +94,9 @@ class TorchDistComm:
         self._torch, self._dist = torch, dist
         self._rank, self._size = dist.get_rank(), dist.get_world_size()
         self._pending: list[_Send] = []
+        # payload bytes of the last message per (peer, tag), kept alike on both ends
+        self._sent_size: dict[tuple[int, int], int] = {}
+        self._recv_size: dict[tuple[int, int], int] = {}
         self.messages_sent = 0
         self.bytes_sent = 0
         self.bytes_to = [0] * self._size
@@ -117,12 +121,21 @@ class TorchDistComm:
         code = next((i for i, d in enumerate(_DTYPES) if a.dtype == d), None)
         if code is None or a.ndim > _HEADER - 2:
             raise TypeError(f"cannot send dtype {a.dtype} with {a.ndim} dimensions")
-        head = np.zeros(_HEADER, np.int64)
-        head[0], head[1], head[2 : 2 + a.ndim] = code, a.ndim, a.shape
-        t = self._torch
-        keep = [t.from_numpy(head), t.from_numpy(a.copy()).reshape(-1)]
+        t, key = self._torch, (dst, tag)
+        same = self._sent_size.get(key, 0) == a.nbytes  # the receiver posts header + this size
+        self._sent_size[key] = a.nbytes
+        if same:  # header and payload in one message: one rendezvous, one copy
+            msg = np.empty(8 * _HEADER + a.nbytes, np.uint8)
+            head = msg[: 8 * _HEADER].view(np.int64)
+            head[:] = 0
+            msg[8 * _HEADER :] = a.reshape(-1).view(np.uint8)
+        else:  # the size changed: the header announces it, the payload follows
+            msg = head = np.zeros(_HEADER, np.int64)
+        head[0], head[1], head[2 : 2 + a.ndim] = code + _JOINED * same, a.ndim, a.shape
+        keep = [t.from_numpy(msg)]
         works = [self._dist.isend(keep[0], dst, tag=2 * tag)]
-        if a.size:
+        if a.size and not same:
+            keep.append(t.from_numpy(a.copy()).reshape(-1))
             works.append(self._dist.isend(keep[1], dst, tag=2 * tag + 1))
         self.messages_sent += 1
         self.bytes_sent += a.nbytes
@@ -136,12 +149,17 @@ class TorchDistComm:
 
     def recv(self, src: int, tag: int = 0) -> np.ndarray:
         src = self._check_peer(src)
-        t = self._torch
-        head = t.zeros(_HEADER, dtype=t.int64)
-        self._dist.recv(head, src, tag=2 * tag)
-        h = head.numpy()
+        t, key = self._torch, (src, tag)
+        msg = np.empty(8 * _HEADER + self._recv_size.get(key, 0), np.uint8)
+        self._dist.recv(t.from_numpy(msg), src, tag=2 * tag)
+        h = msg[: 8 * _HEADER].view(np.int64)
+        joined, code = divmod(int(h[0]), _JOINED)
         shape = tuple(int(s) for s in h[2 : 2 + int(h[1])])
-        out = np.empty(shape, _DTYPES[int(h[0])])
+        dtype = np.dtype(_DTYPES[code])
+        self._recv_size[key] = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if joined:  # the payload came with the header: a view of it, no copy
+            return msg[8 * _HEADER :].view(dtype).reshape(shape)
+        out = np.empty(shape, dtype)
         if out.size:
             buf = t.from_numpy(out).reshape(-1)
             self._dist.recv(buf, src, tag=2 * tag + 1)

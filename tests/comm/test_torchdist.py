@@ -35,7 +35,17 @@ def _cases(comm: TorchDistComm) -> dict[str, Any]:
     out["ring"] = run_source(comm, RING, "ring_shift", np.ones(3)).tolist()
     out["allreduce"] = comm.torch_all_reduce(np.array([r + 1.0])).tolist()
     comm.barrier()
-    out["bytes"], out["messages"], out["to"] = comm.bytes_sent, comm.messages_sent, comm.bytes_to
+    out["bytes"], out["messages"] = comm.bytes_sent, comm.messages_sent
+    out["to"] = list(comm.bytes_to)
+    # one channel, sizes and dtypes that change or repeat (header joined to the payload or not)
+    seq = [np.arange(4.0), np.arange(4.0) + 1, np.arange(8, dtype=np.float32).reshape(2, 4),
+           np.zeros((0, 2)), np.zeros((0, 2)), np.arange(3, dtype=np.int8), np.full(1, 7.0)]
+    for a in seq:
+        comm.send(a + r if a.size else a, (r + 1) % p, tag=5)
+    got = [comm.recv((r - 1) % p, tag=5) for _ in seq]
+    want = [a + (r - 1) % p if a.size else a for a in seq]
+    out["seq"] = all(g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w)
+                     for g, w in zip(got, want, strict=True))  # fmt: skip
     return out
 
 
@@ -57,6 +67,7 @@ def test_point_to_point_on_two_ranks() -> None:
         assert out["messages"] == 4
         assert out["bytes"] == 8 * (1 << 17) + 24 + 0 + 24
         assert out["to"][1 - r] == out["bytes"] and out["to"][r] == 0
+        assert out["seq"]
 
 
 def test_a_failing_rank_is_reported_with_its_traceback() -> None:
