@@ -124,6 +124,7 @@ class TorchDistComm:
         t, key = self._torch, (dst, tag)
         same = self._sent_size.get(key, 0) == a.nbytes  # the receiver posts header + this size
         self._sent_size[key] = a.nbytes
+        msg: np.ndarray
         if same:  # header and payload in one message: one rendezvous, one copy
             msg = np.empty(8 * _HEADER + a.nbytes, np.uint8)
             head = msg[: 8 * _HEADER].view(np.int64)
