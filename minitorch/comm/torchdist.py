@@ -60,6 +60,7 @@ class _Send:
 
     def __init__(self, works: list[Any], keep: list[Any]) -> None:
         self._works, self._keep = works, keep  # the tensors must outlive the transfer
+        self.reuse: np.ndarray | None = None  # a joined buffer the comm may send again after
 
     def wait(self) -> None:
         return None
@@ -97,6 +98,7 @@ class TorchDistComm:
         # payload bytes of the last message per (peer, tag), kept alike on both ends
         self._sent_size: dict[tuple[int, int], int] = {}
         self._recv_size: dict[tuple[int, int], int] = {}
+        self._free: dict[int, list[np.ndarray]] = {}  # send buffers whose transfer completed
         self.messages_sent = 0
         self.bytes_sent = 0
         self.bytes_to = [0] * self._size
@@ -126,7 +128,7 @@ class TorchDistComm:
         self._sent_size[key] = a.nbytes
         msg: np.ndarray
         if same:  # header and payload in one message: one rendezvous, one copy
-            msg = np.empty(8 * _HEADER + a.nbytes, np.uint8)
+            msg = self._spare(8 * _HEADER + a.nbytes)
             head = msg[: 8 * _HEADER].view(np.int64)
             head[:] = 0
             msg[8 * _HEADER :] = a.reshape(-1).view(np.uint8)
@@ -142,8 +144,27 @@ class TorchDistComm:
         self.bytes_sent += a.nbytes
         self.bytes_to[dst] += a.nbytes
         handle = _Send(works, keep)
-        self._pending = [s for s in self._pending if not s.done()] + [handle]
+        handle.reuse = msg if same else None
+        self._retire()
+        self._pending.append(handle)
         return handle
+
+    def _spare(self, nbytes: int) -> np.ndarray:
+        """A send buffer of ``nbytes``: one whose send completed if any (fresh pages fault)."""
+        free = self._free.get(nbytes)
+        return free.pop() if free else np.empty(nbytes, np.uint8)
+
+    def _retire(self) -> None:
+        """Drop completed sends; keep up to two of their joined buffers per size for reuse."""
+        keep = []
+        for s in self._pending:
+            if not s.done():
+                keep.append(s)
+            elif s.reuse is not None:
+                free = self._free.setdefault(s.reuse.nbytes, [])
+                if len(free) < 2:
+                    free.append(s.reuse)
+        self._pending = keep
 
     def send(self, x: np.ndarray, dst: int, tag: int = 0) -> None:
         self.isend(x, dst, tag)
@@ -173,7 +194,7 @@ class TorchDistComm:
         """Complete every buffered send."""
         for s in self._pending:
             s.complete()
-        self._pending = []
+        self._retire()
 
     def barrier(self) -> None:
         self.flush()
