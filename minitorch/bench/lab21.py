@@ -14,9 +14,10 @@ processes against gloo's own all-reduce.
    its recv, so each message cost two rendezvous round trips; the payload was copied once
    more than needed. Now a (peer, tag) channel whose payload size repeats sends header and
    payload as one message (both ends keep the last size), and recv returns a view of it.
-   gloo/ring on a shared 2-core machine, before -> after: p=2 256 KiB 7.5 -> 2.0-2.1,
-   4 MiB 3.2 -> 3.2-3.7, 16 MiB 2.25 -> 2.1-2.2; p=4 256 KiB 11.5 -> 5.3-6.6, 4 MiB
-   3.2 -> 2.2-3.4, 16 MiB 2.3 -> 2.3-2.4. The large sizes still miss 1.5: the remaining
+   Completed send buffers are reused (fresh pages faulted on every copy).
+   gloo/ring on a shared 2-core machine, before -> after: p=2 256 KiB 7.5 -> 1.7-2.3,
+   4 MiB 3.2 -> 1.3-2.3, 16 MiB 2.25 -> 1.6-2.0; p=4 256 KiB 11.5 -> 3.2, 4 MiB
+   3.2 -> 1.8-2.0, 16 MiB 2.3 -> 2.3. The large sizes still miss 1.5: the remaining
    gap is the ring's structure on this machine (each step waits for its whole chunk before
    adding; gloo pipelines segments in C++), not per-message overhead (see
    docs/distributed.md).
