@@ -13,6 +13,7 @@ import pytest
 _FIRST = (
     "tests/course/test_attacks.py",  # ~50 attack notebooks, graded in one batch
     "tests/course/test_honest.py",  # 39 honest patterns, both kernels
+    "tests/course/test_e2e_attacks.py",  # labs 05-28, one graded notebook each
     "tests/course/test_grade_robustness.py",
     "tests/test_notebooks.py::test_solution_gets_full_points",  # 8-30 s each
     "tests/test_notebooks.py::test_stub_lab_fails_every_check",

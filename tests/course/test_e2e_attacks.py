@@ -1,0 +1,192 @@
+"""End to end through `a2s grade`, one notebook per lab 05–28: an honest answer and a cheat.
+
+The in-process batteries (``tests/checks/test_labNN_attacks.py``) try each lab's answers
+against its graders; this module takes one step more for every lab, through the sealed
+kernel. Each notebook is the lab's *stub* with two exercise cells replaced:
+
+* **the cheat**: an exercise whose function has a namesake in the reference package is
+  answered by forwarding to it (``from minitorch.<pkg> import <name>``), the shortest way to
+  "pass" without writing the op. It must not pass (the reference is blocked for it);
+* **the honest answer**: another exercise gets the published solution written differently:
+  each of its functions is wrapped by a decorator defined in the cell (``functools.wraps``)
+  and imports what it needs inside the cell. It must pass, under the same kernel, after the
+  cheat ran.
+
+Every other exercise stays the stub (0 points), and no notebook byte changes. All 24
+notebooks are graded in one batch with two jobs.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import pkgutil
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from minitorch.course.build import existing_labs
+from minitorch.course.grade import grade_paths
+from minitorch.course.notebook import exercises, read_notebook
+from minitorch.course.runner import RunOptions
+from minitorch.course.syllabus import repo_root
+
+ROOT = repo_root()
+LABS = [(lab, path) for lab, path in existing_labs(ROOT) if 5 <= int(lab.number) <= 28]
+PACKAGES = ("numerics", "hardware", "data", "autograd", "nn", "optim", "kernels", "model",
+            "compiler", "runtime", "comm", "parallel")  # fmt: skip
+
+
+def _reference_names() -> dict[str, str]:
+    """Public function name -> the reference module that defines it (first found)."""
+    found: dict[str, str] = {}
+    for pkg in PACKAGES:
+        base = importlib.import_module(f"minitorch.{pkg}")
+        names = [base.__name__] + [
+            m.name for m in pkgutil.walk_packages(base.__path__, base.__name__ + ".")
+        ]
+        for name in names:
+            try:
+                mod = importlib.import_module(name)
+            except Exception:  # a module that needs what this process lacks: not a namesake
+                continue
+            for attr, value in vars(mod).items():
+                if (
+                    callable(value)
+                    and not attr.startswith("_")
+                    and getattr(value, "__module__", None) == name
+                ):
+                    found.setdefault(attr, name)
+    return found
+
+
+def _functions(source: str) -> list[str]:
+    return [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+
+
+def _defined(source: str) -> set[str]:
+    """Names a cell binds at top level (functions, classes, constants)."""
+    out: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
+def _reads(source: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+
+
+def _honest(source: str) -> str:
+    """The solution with each top-level function wrapped by a decorator of the cell's own."""
+    names = _functions(source)
+    wrap = textwrap.dedent(
+        """
+        import functools as _ft
+
+
+        def _mine(fn):
+            @_ft.wraps(fn)
+            def inner(*args, **kwargs):
+                return fn(*args, **kwargs)
+
+            return inner
+        """
+    )
+    tail = "\n".join(f"{n} = _mine({n})" for n in names)
+    return f"{wrap}\n\n{source.rstrip()}\n\n{tail}\n"
+
+
+def _cheat(name: str, module: str) -> str:
+    return (
+        f"def {name}(*args, **kwargs):\n"
+        f"    from {module} import {name} as _ref\n\n"
+        "    return _ref(*args, **kwargs)\n"
+    )
+
+
+def _plan() -> list[tuple[str, Path, dict[str, str], str, str]]:
+    """Per lab: (lab number, stub path, cell sources to put in, cheat exercise, honest one)."""
+    refs = _reference_names()
+    plan = []
+    for lab, _solution in LABS:
+        solution = read_notebook(lab.solution_path(ROOT))
+        cells = {c.get("id"): c.source for c in solution.cells}
+        exs = exercises(solution)
+        cheat = next(
+            (e for e in exs if any(f in refs for f in _functions(cells[e.cell_id]))), None
+        )
+        if cheat is None:
+            continue
+        defined = _defined(cells[cheat.cell_id])  # gone with the cheat: not for the honest one
+        honest = next(
+            (e for e in exs if e.id != cheat.id and not _reads(cells[e.cell_id]) & defined),
+            None,
+        )
+        if honest is None:
+            continue
+        name = next(f for f in _functions(cells[cheat.cell_id]) if f in refs)
+        sources = {cheat.cell_id: _cheat(name, refs[name]),
+                   honest.cell_id: _honest(cells[honest.cell_id])}  # fmt: skip
+        plan.append((lab.number, lab.lab_path(ROOT), sources, cheat.id, honest.id))
+    return plan
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("e2e")
+    plan = _plan()
+    paths, digests = [], {}
+    for number, stub, sources, _c, _h in plan:
+        nb = read_notebook(stub)
+        for cell in nb.cells:
+            if cell.get("id") in sources:
+                cell.source = sources[cell.id]
+        target = folder / f"{number}.ipynb"
+        nbformat.write(nb, target)
+        paths.append(target)
+        digests[number] = hashlib.sha256(target.read_bytes()).hexdigest()
+    opts = RunOptions(cell_timeout=120, timeout=600, memory_limit_mb=6144)
+    results = grade_paths([str(p) for p in paths], opts, ROOT, jobs=2)
+    after = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+    return {"plan": plan, "results": results, "digests": digests, "after": after}
+
+
+@pytest.mark.grader
+def test_every_lab_is_tried_end_to_end(graded) -> None:
+    tried = {number for number, *_ in graded["plan"]}
+    assert len(tried) >= 20, sorted(tried)  # labs whose exercises have a reference namesake
+
+
+@pytest.mark.grader
+def test_the_cheat_earns_nothing_and_the_honest_answer_passes(graded) -> None:
+    wrong = []
+    for (number, _p, _s, cheat, honest), res in zip(
+        graded["plan"], graded["results"], strict=True
+    ):
+        if res.error is not None:
+            wrong.append(f"lab {number}: {res.error}")
+            continue
+        by_id = {e.id: e for e in res.exercises}
+        if by_id[cheat].status == "passed" or by_id[cheat].points:
+            wrong.append(f"lab {number}: the cheat on {cheat} passed")
+        if by_id[honest].status != "passed":
+            wrong.append(
+                f"lab {number}: the honest {honest} scored {by_id[honest].status}: "
+                f"{(by_id[honest].message or '')[:200]}"
+            )
+        for ex in res.exercises:
+            if ex.id not in (cheat, honest) and ex.points:
+                wrong.append(f"lab {number}: the stub {ex.id} earned {ex.points}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.grader
+def test_no_submission_byte_changes(graded) -> None:
+    assert graded["after"] == graded["digests"]
