@@ -542,3 +542,12 @@ def test_every_grader_forbids_torch() -> None:
     assert sorted(c.exercise for c in checks) == [f"02.{i}" for i in range(1, 7)]
     assert all("torch" in c.forbid for c in checks)
     assert {"graphlib", "networkx"} <= set(lab02.check_topo_sort.forbid)
+
+
+def test_a_wrong_gradient_that_is_not_all_at_once_gets_no_perturbation_hint() -> None:
+    def off_by_one_percent(f, xs, h=1e-5):  # a wrong answer of another kind
+        return [1.01 * g for g in numerical_grad(f, xs, h)]
+
+    with pytest.raises(CheckFailure) as err:
+        lab02.check_numerical_grad(off_by_one_percent)
+    assert "one input at a time" not in str(err.value)
