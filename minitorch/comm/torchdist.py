@@ -8,11 +8,10 @@ travels as source text and runs through :func:`run_source`. A rank that raises m
 :func:`launch` raise :class:`RankError` with that rank's traceback; a rank that dies or hangs
 is reported the same way after ``timeout`` seconds.
 
-:class:`TorchDistComm` moves numpy arrays. Every message is a fixed 64-byte header (dtype,
-shape) followed by the payload; only payload bytes are counted in ``bytes_sent`` (per peer in
-``bytes_to``), as the simulated world counts them. ``send``/``isend`` are buffered (the data
-is copied, the transfer completes by ``flush``/``barrier``), so a ring where every rank sends
-before it receives cannot deadlock.
+:class:`TorchDistComm` moves numpy arrays: a 64-byte header (dtype, shape) and the payload,
+one gloo message while a channel's size repeats; only payload bytes count in ``bytes_sent``
+(per peer in ``bytes_to``), as on the simulated world. ``send``/``isend`` are buffered (copied;
+done by ``flush``/``barrier``), so a ring where every rank sends first cannot deadlock.
 This is the one reference module that imports torch, and only inside the spawned ranks.
 
 Spawning costs about 8 s for 2 ranks and 18 s for 4 on a 2-core laptop (each imports torch):

@@ -109,14 +109,14 @@ def time_ring(
         return best
     make = learner_source(source, name)
     mine, _ = on_gloo_rank(comm, _timing(make, sizes, reps), exercise="21.5", timeout=600)
-    theirs = []
+    theirs: list[float] = []
     for n in sizes:
         x = np.ones(n, np.float32)
-        t = float("inf")
+        fastest = float("inf")
         for _ in range(reps):
             comm.barrier()
             t0 = time.perf_counter()
             comm.torch_all_reduce(x)
-            t = min(t, time.perf_counter() - t0)
-        theirs.append(t)
+            fastest = min(fastest, time.perf_counter() - t0)
+        theirs.append(fastest)
     return list(zip(mine, theirs, strict=True))
