@@ -2,9 +2,13 @@
 
 import sys
 
-# jsonschema (imported by nbformat) loads rfc3987_syntax for its "iri" format when that is
-# installed (JupyterLab's jupyter-events installs it), and rfc3987_syntax compiles a lark
-# grammar at import: 1.6 s of every `a2s` start and of every graded notebook's pytest run.
-# No notebook schema uses the format, so the course's own processes go without it (never
-# the learner's kernel).
-sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+def skip_rfc3987() -> None:
+    """Keep jsonschema (imported by nbformat) from loading ``rfc3987_syntax``.
+
+    jsonschema loads it for its "iri" format when it is installed (JupyterLab's jupyter-events
+    installs it), and it compiles a lark grammar at import: 1.6 s of every `a2s` start and of
+    every graded notebook's pytest run. No notebook schema uses the format. Called by the
+    ``a2s`` CLI and the grading run's pytest plugin, never in the learner's kernel.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
