@@ -13,7 +13,7 @@ step function the grader wraps (it carries the optimizer state between calls).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +22,10 @@ import torch
 from minitorch.checks.compare import unchanged
 from minitorch.checks.core import assert_close
 
-__all__ = ["Quadratic", "follow", "quadratic", "torch_trajectory"]
+__all__ = ["Quadratic", "Rule", "follow", "quadratic", "rule_trajectory", "torch_trajectory"]
+
+# a modelled update rule, right or wrong: (w, g, state, t) -> new w, ``state`` its own dict
+Rule = Callable[[np.ndarray, np.ndarray, dict, int], np.ndarray]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,32 @@ def torch_trajectory(
     return out
 
 
+def rule_trajectory(rule: Rule, problem: Quadratic, w0: np.ndarray, steps: int) -> list[np.ndarray]:
+    """The weights after each of ``steps`` steps of a numpy ``rule`` (a modelled mistake)."""
+    w, state, out = w0.copy(), {}, []
+    for t in range(1, steps + 1):
+        w = rule(w, problem.grad(w), state, t)
+        out.append(w)
+    return out
+
+
+def _chooser(
+    mistakes: Sequence[tuple[str, Rule]], problem: Quadratic, w0: np.ndarray, t: int, rule: str
+) -> Callable[[np.ndarray, np.ndarray], str]:
+    """A hint for a mismatch at step ``t``: the message of the modelled mistake whose own
+    trajectory reaches the learner's weights at that step, else the configuration's rule."""
+
+    def hint(got: np.ndarray, want: np.ndarray) -> str:
+        for message, wrong in mistakes:
+            with np.errstate(all="ignore"):
+                theirs = rule_trajectory(wrong, problem, w0, t)[-1]
+                if got.shape == theirs.shape and np.allclose(got, theirs, rtol=1e-6, atol=1e-6):
+                    return message
+        return rule
+
+    return hint
+
+
 def _in_place(case: str) -> str:
     return (
         f"[{case}] your function changed the `grad` array in place. An optimizer must not "
@@ -80,11 +109,14 @@ def follow(
     *,
     name: str,
     hint: str,
+    mistakes: Sequence[tuple[str, Rule]] = (),
 ) -> float:
     """Drive ``step(w, grad, t, case) -> new w`` from ``w0``; compare every step with ``want``.
 
-    ``t`` counts from 1. The gradient handed to ``step`` must come back unmodified. Returns
-    the largest deviation from torch over the trajectory.
+    ``t`` counts from 1. The gradient handed to ``step`` must come back unmodified. On the
+    first step that differs, a mistake's message is shown only if that modelled rule, run
+    from ``w0``, gives the learner's weights at that step; otherwise ``hint`` (the rule the
+    configuration checks). Returns the largest deviation from torch over the trajectory.
     """
     w, worst = w0.copy(), 0.0
     for t in range(1, len(want) + 1):
@@ -93,6 +125,7 @@ def follow(
         case = f"{name}, step {t}" + (" (the first step)" if t == 1 else "")
         w = step(w.copy(), g, t, case)
         unchanged(g_before, g, _in_place(case))
-        err = assert_close(w, want[t - 1], case=case, rtol=1e-6, atol=1e-6, hint=hint)
+        chosen = _chooser(mistakes, problem, w0, t, hint)
+        err = assert_close(w, want[t - 1], case=case, rtol=1e-6, atol=1e-6, hint=chosen)
         worst = max(worst, err)
     return worst

@@ -81,12 +81,18 @@ def sgd_step(
         grad += weight_decay * param
         g = grad
     if momentum:
+        old = buf
         if buf is None:
             buf = (1 - dampening) * g if variant == "damp-first" else g.copy()
         else:
             buf = momentum * buf + (1 - dampening) * g
-        g = g + momentum * buf if nesterov and variant != "no-nesterov" else buf
-    return param - lr * g, buf
+        if nesterov and variant == "nesterov-old":
+            g = g + momentum * (old if old is not None else 0)
+        elif nesterov and variant == "lookahead-raw":
+            g = grad + momentum * buf
+        else:
+            g = g + momentum * buf if nesterov and variant != "no-nesterov" else buf
+    return param - (lr * 1.001 if variant == "lr" else lr) * g, buf
 
 
 def test_sgd_solution_passes() -> None:
@@ -96,13 +102,18 @@ def test_sgd_solution_passes() -> None:
 @pytest.mark.parametrize(
     ("variant", "match"),
     [
-        ("damp-first", "NOT on the first step"),
-        ("no-nesterov", "look-ahead"),
-        ("decoupled", "L2"),
+        ("damp-first", "That is dampening on the first step too"),
+        ("no-nesterov", "That steps along buf alone"),
+        ("nesterov-old", "or along g plus last step's buffer"),
+        ("lookahead-raw", "look-ahead used the raw gradient"),
+        ("decoupled", "That is decoupled decay"),
         ("inplace", "in place"),
+        ("lr", r"plain SGD, step 1 \(the first step\)\].*Plain SGD is w <- w - lr \* g;[^T]*$"),
     ],
 )
 def test_sgd_wrong_answers_are_rejected(variant: str, match: str) -> None:
+    """Each modelled mistake gets its own message; a wrong answer none models (a wrong lr)
+    gets the configuration's rule and no mistake's "That ..." message."""
     rejects(lab04.check_sgd_step, lambda *a, **k: sgd_step(*a, **k, variant=variant), match=match)
 
 
@@ -137,11 +148,13 @@ def test_sgd_calling_the_reference_is_rejected() -> None:
 # --------------------------------------------------------------------------- 04.3 AdamW
 def adamw_step(param, grad, m, v, step, *, lr, betas, eps, weight_decay, variant=""):
     b1, b2 = betas
+    if variant == "betas-swapped":
+        b1, b2 = b2, b1
     if variant == "l2":
         grad = grad + weight_decay * param
     elif variant == "decay-no-lr":
         param = param * (1 - weight_decay)
-    else:
+    elif variant != "decay-after":
         param = param * (1 - lr * weight_decay)
     m = b1 * m + (1 - b1) * grad
     v = b2 * v + (1 - b2) * grad * grad
@@ -149,8 +162,14 @@ def adamw_step(param, grad, m, v, step, *, lr, betas, eps, weight_decay, variant
         return param - lr * m / (np.sqrt(v) + eps), m, v
     if variant == "eps-inside":
         return param - lr * (m / (1 - b1**step)) / np.sqrt(v / (1 - b2**step) + eps), m, v
-    denom = np.sqrt(v) / math.sqrt(1 - b2**step) + eps
-    return param - lr / (1 - b1**step) * m / denom, m, v
+    if variant == "eps-before":
+        denom = (np.sqrt(v) + eps) / math.sqrt(1 - b2**step)
+    else:
+        denom = np.sqrt(v) / math.sqrt(1 - b2**step) + eps
+    new = param - lr / (1 - b1**step) * m / denom
+    if variant == "decay-after":
+        new = new * (1 - lr * weight_decay)
+    return new * (1.001 if variant == "scaled" else 1.0), m, v
 
 
 def test_adamw_solution_passes() -> None:
@@ -160,10 +179,14 @@ def test_adamw_solution_passes() -> None:
 @pytest.mark.parametrize(
     ("variant", "match"),
     [
-        ("l2", "Adam \\+ L2"),
-        ("no-bias-correction", "bias corrections"),
-        ("eps-inside", "outside the square root"),
-        ("decay-no-lr", "decoupled decay"),
+        ("l2", "That is Adam \\+ L2"),
+        ("no-bias-correction", "That trajectory has no bias correction"),
+        ("eps-inside", "That puts eps inside the square root"),
+        ("eps-before", "That adds eps before the bias correction"),
+        ("decay-no-lr", r"That decays by w \* \(1 - wd\)"),
+        ("decay-after", "That decays after the Adam step"),
+        ("betas-swapped", "Those are the betas swapped"),
+        ("scaled", r"Adam core \(no decay\), step 1 .*bias corrections 1 - beta1[^T]*$"),
     ],
 )
 def test_adamw_wrong_answers_are_rejected(variant: str, match: str) -> None:
@@ -401,3 +424,35 @@ def test_every_grader_forbids_torch() -> None:
     checks = [getattr(lab04, name) for name in lab04.__all__]
     assert sorted(c.exercise for c in checks) == [f"04.{i}" for i in range(1, 8)]
     assert all("torch" in c.forbid for c in checks)
+
+
+# --------------------------------------------------------------------------- modelled mistakes
+@pytest.mark.parametrize("opt", ["sgd", "adamw"])
+def test_the_modelled_rules_without_a_mistake_are_torchs(opt: str) -> None:
+    """The numpy rule the mistakes are variants of is torch's optimizer: a mistake's message
+    can then only be shown for an answer that differs from torch the way that mistake does."""
+    import torch
+
+    from minitorch.checks.core import rng
+    from minitorch.checks.lab04 import adamw as a
+    from minitorch.checks.lab04 import sgd as s
+    from minitorch.checks.trajectory import quadratic, rule_trajectory, torch_trajectory
+
+    mod, defaults = (
+        (s, dict(momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0))
+        if opt == "sgd"
+        else (a, dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2))
+    )
+    for i, (_, cfg, _) in enumerate(mod._CONFIGS):
+        full = defaults | cfg
+        problem = quadratic(rng(300 + i), spread=1e3)
+        w0 = rng(400 + i).standard_normal(problem.shape)
+        make = (
+            (lambda ps, full=full: torch.optim.SGD(ps, **full))
+            if opt == "sgd"
+            else (lambda ps, full=full: torch.optim.AdamW(ps, foreach=False, **full))
+        )
+        want = torch_trajectory(make, problem, w0, 30)
+        rule = s._sgd_rule(full) if opt == "sgd" else a._adamw_rule(full)
+        got = rule_trajectory(rule, problem, w0, 30)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)

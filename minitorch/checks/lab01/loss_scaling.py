@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from minitorch.checks.cases import Case, fresh, run_cases
+from minitorch.checks.cases import Case, Mistake, fresh, run_cases
 from minitorch.checks.core import CheckFailure, fresh_rng, grader, plain, rng
 
 __all__ = ["check_update_scale"]
@@ -37,16 +37,56 @@ _SCALE_NAMED: list[tuple[str, tuple, tuple[float, int], str]] = [
         "custom factors, overflow",
         (1024.0, 2, True, 4.0, 0.25, 3),
         (256.0, 0),
-        "Use the backoff_factor argument.",
+        "On inf/NaN grads: scale *= backoff_factor (here 0.25) and the tracker restarts at 0.",
     ),
     (
         "growth that would overflow float32",
         (2.0**127, 1999, False, 2.0, 0.5, 2000),
         (2.0**127, 0),
-        "torch keeps the scale in float32: a growth to inf is refused (the scale "
-        "stays) but the tracker still resets to 0.",
+        "A growth that would overflow float32 is refused (the scale stays) and the tracker "
+        "resets to 0, as torch's float32 scale does.",
     ),
 ]
+
+
+def _overflows(x: float) -> bool:
+    with np.errstate(over="ignore"):
+        return bool(np.isinf(np.float32(x)))
+
+
+# each models one wrong update rule; its message is shown only when the answer is that rule's
+_SCALE_MISTAKES = (
+    Mistake(
+        "That is a back-off by a fixed 0.5: multiply by the backoff_factor argument.",
+        answer=lambda s, t, inf, g, b, i: (s * 0.5, 0) if inf and b != 0.5 else None,
+    ),
+    Mistake(
+        "That is a growth by a fixed 2: multiply by the growth_factor argument.",
+        answer=lambda s, t, inf, g, b, i: (s * 2.0, 0) if not inf and g != 2.0 else None,
+    ),
+    Mistake(
+        "The back-off is right but the tracker kept its count: an overflow restarts it at 0.",
+        answer=lambda s, t, inf, g, b, i: (s * b, t) if inf else None,
+    ),
+    Mistake(
+        "The scale grew to inf: torch keeps the scale in float32 and refuses a growth that "
+        "overflows it (the scale stays), while the tracker still resets to 0.",
+        when=lambda got, s, t, inf, *_: not inf and got[0] == float("inf"),
+    ),
+    Mistake(
+        "The refused growth is right but the tracker must still reset to 0.",
+        when=lambda got, s, t, inf, g, b, i: (
+            not inf and t + 1 == i and _overflows(s * g) and got == (s, t + 1)
+        ),
+    ),
+    Mistake(
+        "Off by one: the scale grows on the clean step that brings the tracker to "
+        "growth_interval (tracker + 1 == growth_interval), and the tracker goes back to 0.",
+        when=lambda got, s, t, inf, g, b, i: (
+            not inf and t + 1 == i and not _overflows(s * g) and got == (s, t + 1)
+        ),
+    ),
+)
 _OVERFLOW_STEPS = frozenset({0, 1, 2, 9, 10, 17, 30, 31, 32, 33, 45})
 
 
@@ -135,14 +175,17 @@ def _run(student: Callable[..., object], cases: list[Case], versus: str) -> int:
         with np.errstate(over="ignore"):
             return student(*args)
 
-    return run_cases(quiet, cases, read=_as_state, message=lambda c, got, want, hint: (
-        f"[{c.label}] update_scale{c.args} returned {got}, {versus} {want}." + hint))  # fmt: skip
+    def message(c: Case, got: object, want: object, hint: str) -> str:
+        return f"[{c.label}] update_scale{c.args} returned {got}, {versus} {want}. {hint}".rstrip()
+
+    return run_cases(quiet, cases, read=_as_state, message=message)
 
 
 @grader("01.6", blocks=(f"{_N}.loss_scaling:update_scale", f"{_N}.loss_scaling:DynamicLossScaler"))
 def check_update_scale(update_scale: Callable[..., object]) -> str:
     """Exercise 01.6: dynamic loss-scale update, step for step with torch.amp.GradScaler."""
-    _run(update_scale, [Case(c, a, w, hint=" " + h) for c, a, w, h in _SCALE_NAMED], "expected")
+    named = [Case(c, a, w, _SCALE_MISTAKES, h) for c, a, w, h in _SCALE_NAMED]
+    _run(update_scale, named, "expected")
     steps, interval, init = 60, 4, 1024.0
     trace = _grad_scaler_trace(steps, interval, init)
     state = (init, 0)

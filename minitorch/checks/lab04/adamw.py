@@ -17,7 +17,7 @@ import torch
 from minitorch.checks.cases import fresh
 from minitorch.checks.compare import call, float_array
 from minitorch.checks.core import assert_true, fresh_rng, grader, plain, rng
-from minitorch.checks.trajectory import Quadratic, follow, quadratic, torch_trajectory
+from minitorch.checks.trajectory import Quadratic, Rule, follow, quadratic, torch_trajectory
 
 __all__ = ["check_adamw_step"]
 
@@ -38,18 +38,80 @@ _CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     (
         "decoupled decay 0.1",
         dict(lr=1e-2, weight_decay=0.1),
-        "AdamW decays the weights themselves, before the Adam update: w <- w * (1 - lr * wd). "
-        "Adding wd * w to the gradient is Adam + L2: the decay then passes through m / sqrt(v) "
-        "and large-gradient weights are barely decayed (Loshchilov & Hutter 2019).",
+        "AdamW decays the weights themselves, before the Adam update: w <- w * (1 - lr * wd) "
+        "(Loshchilov & Hutter 2019).",
     ),
-    ("torch defaults", dict(lr=1e-3), "Check every term with torch's defaults."),
+    ("torch defaults", dict(lr=1e-3), "lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2."),
     (
         "betas (0.8, 0.95), wd 0.3",
         dict(lr=5e-3, betas=(0.8, 0.95), weight_decay=0.3),
-        "Use the betas passed in (beta1 for m, beta2 for v) in the moments and in the bias "
-        "corrections; decay with lr * weight_decay.",
+        "beta1 for m, beta2 for v, in the moments and in the bias corrections; decay with "
+        "lr * weight_decay.",
     ),
 ]
+
+
+def _adamw_rule(cfg: dict[str, Any], wrong: str = "") -> Rule:
+    """torch.optim.AdamW's update in numpy, or the modelled mistake ``wrong`` of it."""
+    lr, eps, wd = cfg["lr"], cfg["eps"], cfg["weight_decay"]
+    b1, b2 = cfg["betas"][::-1] if wrong == "betas swapped" else cfg["betas"]
+
+    def rule(w: np.ndarray, g: np.ndarray, state: dict, t: int) -> np.ndarray:
+        if wrong == "L2":
+            g = g + wd * w
+        elif wrong == "decay without lr":
+            w = w * (1 - wd)
+        elif wrong != "decay after":
+            w = w * (1 - lr * wd)
+        m = state["m"] = b1 * state.get("m", 0.0) + (1 - b1) * g
+        v = state["v"] = b2 * state.get("v", 0.0) + (1 - b2) * g * g
+        bc1, bc2 = (1.0, 1.0) if wrong == "no bias correction" else (1 - b1**t, 1 - b2**t)
+        if wrong == "eps inside sqrt":
+            denom = np.sqrt(v / bc2 + eps)
+        elif wrong == "eps before correction":
+            denom = (np.sqrt(v) + eps) / np.sqrt(bc2)
+        else:
+            denom = np.sqrt(v) / np.sqrt(bc2) + eps
+        w = w - lr / bc1 * m / denom
+        return w * (1 - lr * wd) if wrong == "decay after" else w
+
+    return rule
+
+
+_ADAMW_MISTAKES = (
+    (
+        "no bias correction",
+        "That trajectory has no bias correction: divide m by 1 - beta1**t and v by "
+        "1 - beta2**t (t = 1 on the first step), or the first steps are far too small.",
+    ),
+    (
+        "eps inside sqrt",
+        "That puts eps inside the square root: torch adds it outside, "
+        "denom = sqrt(v) / sqrt(1 - beta2**t) + eps.",
+    ),
+    (
+        "eps before correction",
+        "That adds eps before the bias correction, (sqrt(v) + eps) / sqrt(1 - beta2**t): torch "
+        "adds it after, sqrt(v) / sqrt(1 - beta2**t) + eps.",
+    ),
+    (
+        "L2",
+        "That is Adam + L2 (wd * w added to the gradient): the decay then passes through "
+        "m / sqrt(v), and weights with large gradients are barely decayed. AdamW decays the "
+        "weights themselves: w <- w * (1 - lr * wd).",
+    ),
+    (
+        "decay after",
+        "That decays after the Adam step: torch decays first, w <- w * (1 - lr * wd), then "
+        "applies the update.",
+    ),
+    ("decay without lr", "That decays by w * (1 - wd): the decoupled decay is lr * wd."),
+    ("betas swapped", "Those are the betas swapped: beta1 is for m, beta2 for v."),
+)
+
+
+def _mistakes(cfg: dict[str, Any]) -> list[tuple[str, Rule]]:
+    return [(message, _adamw_rule(cfg, wrong)) for wrong, message in _ADAMW_MISTAKES]
 
 
 def _random_configs(
@@ -93,7 +155,7 @@ def _run_config(
         )
         return w
 
-    return follow(step, problem, w0, want, name=name, hint=hint)
+    return follow(step, problem, w0, want, name=name, hint=hint, mistakes=_mistakes(cfg))
 
 
 @grader("04.3", blocks=("minitorch.optim.adamw:AdamW",))

@@ -17,13 +17,14 @@ import torch
 from minitorch.checks.cases import fresh
 from minitorch.checks.compare import call, float_array
 from minitorch.checks.core import assert_true, fresh_rng, grader, plain, rng
-from minitorch.checks.trajectory import Quadratic, follow, quadratic, torch_trajectory
+from minitorch.checks.trajectory import Quadratic, Rule, follow, quadratic, torch_trajectory
 
 __all__ = ["check_sgd_step"]
 
 STEPS = 100
 
-# (name, hyper-parameters, what a failure here usually means)
+# (name, hyper-parameters, the rule this configuration adds): the rule is shown on a mismatch
+# no modelled mistake explains; a modelled mistake's message only when the answer is that rule's
 _CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("plain SGD", dict(lr=0.5), "Plain SGD is w <- w - lr * g; with momentum=0 return buf=None."),
     (
@@ -35,20 +36,20 @@ _CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     (
         "momentum 0.9, dampening 0.5",
         dict(lr=0.1, momentum=0.9, dampening=0.5),
-        "Dampening scales the new gradient, buf <- momentum * buf + (1 - dampening) * g, but "
-        "NOT on the first step: torch starts the buffer as g itself, undamped.",
+        "Dampening scales the new gradient, buf <- momentum * buf + (1 - dampening) * g, "
+        "from the second step on: torch starts the buffer as g itself.",
     ),
     (
         "Nesterov",
         dict(lr=0.1, momentum=0.9, nesterov=True),
-        "Nesterov steps along the look-ahead g + momentum * buf (buf already updated this "
-        "step), not along buf.",
+        "Nesterov steps along the look-ahead g + momentum * buf, with buf already updated "
+        "this step.",
     ),
     (
         "weight decay 0.05",
         dict(lr=0.1, momentum=0.9, weight_decay=0.05),
         "SGD's weight_decay is L2: g <- g + weight_decay * w first, and that g feeds the "
-        "momentum buffer (it is not a separate shrink of w).",
+        "momentum buffer.",
     ),
     (
         "Nesterov + weight decay",
@@ -56,6 +57,65 @@ _CONFIGS: list[tuple[str, dict[str, Any], str]] = [
         "Weight decay goes into g before the buffer; Nesterov then uses that same g.",
     ),
 ]
+
+
+def _sgd_rule(cfg: dict[str, Any], wrong: str = "") -> Rule:
+    """torch.optim.SGD's update in numpy, or the modelled mistake ``wrong`` of it."""
+    lr, mom, damp = cfg["lr"], cfg["momentum"], cfg["dampening"]
+    wd, nesterov = cfg["weight_decay"], cfg["nesterov"]
+
+    def rule(w: np.ndarray, g: np.ndarray, state: dict, t: int) -> np.ndarray:
+        d = g if wrong in ("decoupled decay", "no decay") else g + wd * w
+        if wrong == "decoupled decay":
+            w = w * (1 - lr * wd)
+        if mom:
+            buf = state.get("buf")
+            if buf is None:
+                buf = (1 - damp) * d if wrong == "damped first step" else d.copy()
+            else:
+                buf = mom * buf + (1 - damp) * d
+            state["buf"] = buf
+            if nesterov and wrong == "nesterov along buf":
+                d = buf
+            elif nesterov and wrong == "nesterov look-ahead without decay":
+                d = g + mom * buf
+            elif nesterov:
+                d = d + mom * buf
+            else:
+                d = buf
+        return w - lr * d
+
+    return rule
+
+
+_SGD_MISTAKES = (
+    (
+        "damped first step",
+        "That is dampening on the first step too: torch starts the buffer as g itself "
+        "(buf = g), undamped, and damps only from the second step on.",
+    ),
+    (
+        # a look-ahead with last step's buffer makes the same first step: one message for both
+        "nesterov along buf",
+        "That steps along buf alone (plain momentum) or along g plus last step's buffer: with "
+        "nesterov=True update buf first, then step along g + momentum * buf.",
+    ),
+    (
+        "nesterov look-ahead without decay",
+        "The look-ahead used the raw gradient: the g in g + momentum * buf is the one with "
+        "weight_decay * w added.",
+    ),
+    (
+        "decoupled decay",
+        "That is decoupled decay (AdamW's w <- w (1 - lr wd)): SGD's weight_decay is L2, "
+        "g <- g + weight_decay * w, and that g feeds the momentum buffer.",
+    ),
+    ("no decay", "That trajectory ignores weight_decay: add weight_decay * w to g first."),
+)
+
+
+def _mistakes(cfg: dict[str, Any]) -> list[tuple[str, Rule]]:
+    return [(message, _sgd_rule(cfg, wrong)) for wrong, message in _SGD_MISTAKES]
 
 
 def _random_configs(
@@ -99,7 +159,7 @@ def _run_config(
             assert_true(False, f"[{case}] with momentum > 0 return the momentum buffer, not None.")
         return float_array(result[0], case, "param")
 
-    return follow(step, problem, w0, want, name=name, hint=hint)
+    return follow(step, problem, w0, want, name=name, hint=hint, mistakes=_mistakes(cfg))
 
 
 @grader("04.2", blocks=("minitorch.optim.sgd:SGD",))
