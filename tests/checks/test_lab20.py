@@ -284,3 +284,71 @@ MUSTS = [
     ("20.5", r"summed over ranks, the naive all-reduce sends $2(p-1)\,n$ bytes",
      "test_predict_bytes"),
 ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- hints are modelled
+def all_reduce_sum_twice(comm, x):  # the naive algorithm, but rank 0 sends the sum twice
+    p, r = comm.world_size, comm.rank
+    if r:
+        comm.send(x, 0)
+        comm.recv(0)
+        return comm.recv(0)
+    total = x.copy()
+    for s in range(1, p):
+        total = total + comm.recv(s)
+    for d in range(1, p):
+        comm.send(total, d)
+        comm.send(total, d)
+    return total
+
+
+def reduce_scatter_twice(comm, x):  # right chunks, each sent twice
+    p, r = comm.world_size, comm.rank
+    b = _bounds(len(x), p)
+    for d in range(p):
+        if d != r:
+            comm.send(x[b[d][0] : b[d][1]], d)
+            comm.send(x[b[d][0] : b[d][1]], d)
+    total = x[b[r][0] : b[r][1]].copy()
+    for s in range(p):
+        if s != r:
+            total = total + comm.recv(s)
+            comm.recv(s)
+    return total
+
+
+def all_gather_twice(comm, chunk):  # straight to every peer, but twice
+    p, r = comm.world_size, comm.rank
+    for d in range(p):
+        if d != r:
+            comm.send(chunk, d)
+            comm.send(chunk, d)
+    parts = []
+    for s in range(p):
+        if s != r:
+            comm.recv(s)
+        parts.append(chunk if s == r else comm.recv(s))
+    return np.concatenate(parts)
+
+
+def test_a_budget_hint_names_a_mistake_only_when_the_bytes_are_that_mistakes():
+    """Over budget the way no modelled mistake is: the rule, not "every rank sent to every
+    other", "whole buffers" or "gathering at one rank"."""
+    with pytest.raises(CheckFailure) as info:
+        lab20.check_all_reduce(all_reduce_sum_twice)
+    assert "The naive algorithm" in str(info.value) and "Every rank sent" not in str(info.value)
+    with pytest.raises(CheckFailure) as info:
+        lab20.check_reduce_scatter(reduce_scatter_twice)
+    assert "only chunk s" in str(info.value) and "whole buffers" not in str(info.value)
+    with pytest.raises(CheckFailure) as info:
+        lab20.check_all_gather(all_gather_twice)
+    assert "each of the p-1 others" in str(info.value) and "Gathering" not in str(info.value)
+
+
+def test_a_value_hint_names_rank_0s_own_x_only_when_it_is_missing():
+    def off_by_one(comm, x):
+        return all_reduce(comm, x) + 1
+
+    with pytest.raises(CheckFailure) as info:
+        lab20.check_all_reduce(off_by_one)
+    assert "sum of all p ranks' x" in str(info.value) and "its own" not in str(info.value)

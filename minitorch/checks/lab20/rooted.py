@@ -76,7 +76,9 @@ def check_broadcast(broadcast: Callable[..., Any]) -> str:
         def budget_hint(sent: list[int], root: int = root, n: int = case.args[0][0].nbytes) -> str:
             if any(b for r, b in enumerate(sent) if r != root):
                 return _RELAY
-            return _SELF_SEND if sent[root] > (len(sent) - 1) * n else ""
+            if sent[root] == len(sent) * n:
+                return _SELF_SEND
+            return "The root sends x to each of the p-1 others: (p-1) n bytes."
 
         compare(case, outs, world, value_hint=value_hint, budget_hint=budget_hint)
         total += sum(world.world.bytes_sent)
@@ -92,6 +94,27 @@ _EVERYONE = (
     "rank 0 broadcasts the sum."
 )
 _OWN = "Rank 0 must add its own x to what it receives, and every rank must return the total."
+_NAIVE = (
+    "The naive algorithm: every rank r > 0 sends its x to rank 0 once (n bytes), rank 0 "
+    "sends the sum to each of the p-1 others ((p-1) n bytes)."
+)
+
+
+def _own_missing(xs: list[np.ndarray]) -> Callable[[int, Any, Any], str]:
+    """The value hint of 20.2: rank 0's own x left out is the modelled mistake."""
+
+    def hint(r: int, got: Any, want: Any) -> str:
+        missing = want - xs[0]
+        if isinstance(got, np.ndarray) and got.shape == want.shape and np.allclose(got, missing):
+            return _OWN
+        return "Every rank returns the sum of all p ranks' x."
+
+    return hint
+
+
+def _everyone(nb: int) -> Callable[[list[int]], str]:
+    """The budget hint of 20.2: every rank sending x to every other is the modelled mistake."""
+    return lambda sent: _EVERYONE if sent == [(len(sent) - 1) * nb] * len(sent) else _NAIVE
 
 
 def _all_reduce_cases(gen: np.random.Generator, mark: Callable[[str], str], count: int) -> list:
@@ -123,8 +146,8 @@ def check_all_reduce(all_reduce: Callable[..., Any]) -> str:
             case,
             outs,
             world,
-            value_hint=lambda r, g, w: _OWN,
-            budget_hint=lambda s: _EVERYONE if len(set(s)) == 1 else "",
+            value_hint=_own_missing([a[0] for a in case.args]),
+            budget_hint=_everyone(case.args[0][0].nbytes),
         )
         worst = max(worst, max(world.world.bytes_sent))
     return (

@@ -15,6 +15,7 @@ import numpy as np
 
 from minitorch.checks.cases import fresh
 from minitorch.checks.core import fresh_rng, grader, rng
+from minitorch.checks.harness import RankRun
 from minitorch.checks.lab20._sim import (
     BLOCKS,
     WorldCase,
@@ -63,6 +64,35 @@ def _rs_cases(gen: np.random.Generator, mark: Callable[[str], str], count: int) 
     return out
 
 
+def _whole(nb: int, chunk: int, run: RankRun) -> Callable[[list[int]], str]:
+    """The budget hint of 20.3: the modelled mistake is a message of the whole buffer (an
+    all-reduce, then a slice); the router's record of message sizes tells it apart from a
+    chunk (``chunk``: the largest chunk's bytes)."""
+
+    def hint(sent: list[int]) -> str:
+        sizes = {size for _r, kind, _p, size, _d, _t in run.order if kind == "S"}
+        if nb > chunk and nb in sizes:
+            return _WHOLE
+        return "Rank r sends each other rank s only chunk s of its x: n - c_r elements in all."
+
+    return hint
+
+
+def _funnel(nb: int, chunk: int, budget: list[int], run: RankRun) -> Callable[[list[int]], str]:
+    """The budget hint of 20.4: the modelled mistake is one rank gathering and sending the
+    whole buffer (``nb`` bytes, more than the largest chunk's ``chunk``) on, the only rank
+    over its budget."""
+
+    def hint(sent: list[int]) -> str:
+        over = {r for r, (s, b) in enumerate(zip(sent, budget, strict=True)) if s > b}
+        whole = {r for r, kind, _p, size, _d, _t in run.order if kind == "S" and size == nb}
+        if nb > chunk and len(over) == 1 and over == whole:
+            return _FUNNEL
+        return "Rank r sends its own chunk to each of the p-1 others: (p-1) c_r elements."
+
+    return hint
+
+
 def _rs_hint(r: int, got: Any, want: Any) -> str:
     if isinstance(got, np.ndarray) and got.shape != want.shape:
         return _SPLIT
@@ -76,7 +106,8 @@ def check_reduce_scatter(reduce_scatter: Callable[..., Any]) -> str:
     moved = 0
     for case in cases:
         outs, world = run_world(reduce_scatter, "20.3", case)
-        compare(case, outs, world, value_hint=_rs_hint, budget_hint=lambda s: _WHOLE)
+        whole = _whole(case.args[0][0].nbytes, max(w.nbytes for w in case.want), world)
+        compare(case, outs, world, value_hint=_rs_hint, budget_hint=whole)
         moved += sum(world.world.bytes_sent)
     return (
         f"{len(cases)} worlds (p = 1..8, uneven chunks; 6 fresh) right, each rank sends "
@@ -112,7 +143,9 @@ def check_all_gather(all_gather: Callable[..., Any]) -> str:
             outs,
             world,
             value_hint=lambda r, g, w: "Concatenate the chunks in rank order, yours included.",
-            budget_hint=lambda s: _FUNNEL,
+            budget_hint=_funnel(
+                case.want[0].nbytes, max(a[0].nbytes for a in case.args), case.budget, world
+            ),
         )
         moved += sum(world.world.bytes_sent)
     return (
