@@ -142,7 +142,15 @@ def test_bf16_rejects_reference_calls():
 
 # --------------------------------------------------------------------------- 01.3 fp8
 def e4m3_variant(
-    x, scale, *, saturate=True, ties_even=True, multiply=False, subnormals=True, float64=False
+    x,
+    scale,
+    *,
+    saturate=True,
+    ties_even=True,
+    multiply=False,
+    subnormals=True,
+    float64=False,
+    truncate=False,
 ):
     y = (x * np.float32(1 / scale)) if multiply else (x / np.float32(scale))
     y = x.astype(np.float64) / scale if float64 else y  # double rounding: off on rare ties
@@ -154,6 +162,7 @@ def e4m3_variant(
     exp = np.maximum(k - 1, -6)
     q = np.ldexp(mag, 3 - exp)
     n = np.rint(q) if ties_even else np.floor(q + 0.5)
+    n = np.floor(q) if truncate else n
     if not subnormals:
         n = np.where(k - 1 < -6, 0, n)
     code = np.where(n > 0, (exp + 6) * 8 + n, 0)
@@ -176,11 +185,14 @@ def test_e4m3_student_style_passes():
         ({"saturate": False}, "saturation"),
         ({"ties_even": False}, "even"),
         ({"subnormals": False}, "Subnormals"),
-        ({"multiply": True}, "float32"),
-        ({"float64": True}, "in float32"),
+        ({"multiply": True}, r"That is the code of x \* \(1 / scale\)"),
+        ({"float64": True}, "That is the code of x / scale computed in float64"),
+        ({"truncate": True}, "That code is y rounded toward zero"),
+        ({"ties_even": False, "subnormals": False}, r"Ties go to even[^T]*$"),
     ],
 )
 def test_e4m3_rejects_wrong_answers(kwargs, match):
+    """Modelled mistakes get their message; the others the rule of the case that failed."""
     rejects(lab01.check_cast_to_e4m3, lambda x, s: e4m3_variant(x, s, **kwargs), match=match)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from minitorch.checks.cases import Case, fresh, run_cases
+from minitorch.checks.cases import Case, Mistake, fresh, run_cases
 from minitorch.checks.compare import array_out
 from minitorch.checks.core import CheckFailure, assert_true, fresh_rng, grader, rng
 
@@ -21,8 +21,8 @@ _SAT = (
     "scaling must clamp to +-448 (0x7E / 0xFE), and so must +-inf."
 )
 _DIV = (
-    "Compute y = x / scale in float32 (not x * (1 / scale), not float64), then round to "
-    "nearest even, with subnormals below 2^-6."
+    "y = x / scale, divided in float32, then rounded to the nearest code, ties to even, "
+    "with subnormals below 2^-6."
 )
 _SUB8 = "Subnormals: below 2^-6 the spacing stays 2^-9 (exponent field 0, no implicit 1)."
 _E4M3_NAMED: list[tuple[str, float, float, int, str]] = [  # label, x, scale, code, hint
@@ -43,7 +43,13 @@ _E4M3_NAMED: list[tuple[str, float, float, int, str]] = [  # label, x, scale, co
         0x3A,
         "Ties go to even: 1.1875 is half-way between 1.125 (m = 001) and 1.25 (m = 010).",
     ),
-    ("1.2, nearest", 1.2, 1.0, 0x3A, "Looks like truncation instead of rounding to nearest."),
+    (
+        "1.2, nearest",
+        1.2,
+        1.0,
+        0x3A,
+        "1.2 lies between 1.125 (0x39) and 1.25 (0x3A): 1.25 is nearer.",
+    ),
     ("smallest normal", 2.0**-6, 1.0, 0x08, "2^-6 is e = 0001, m = 000."),
     ("smallest subnormal", 2.0**-9, 1.0, 0x01, _SUB8),
     ("subnormal tie to 0", 2.0**-10, 1.0, 0x00, _SUB8 + " 2^-10 is a tie between 0 and 2^-9."),
@@ -110,6 +116,53 @@ def _torch_e4m3(x: np.ndarray, scale: float) -> np.ndarray:
     return y.clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
 
 
+def _grid() -> np.ndarray:
+    """The values of the 127 non-negative, non-NaN codes 0x00..0x7E, by torch."""
+    codes = torch.arange(0x7F, dtype=torch.int32).to(torch.uint8)
+    return codes.view(torch.float8_e4m3fn).double().numpy()
+
+
+def _toward_zero(x: float, scale: float) -> int | None:
+    """The code of y = x / scale (float32) rounded toward zero: truncation, modelled."""
+    y = float(np.float32(x) / np.float32(scale))
+    if not math.isfinite(y) or abs(y) > 448:
+        return None
+    code = int(np.flatnonzero(_grid() <= abs(y))[-1])
+    return code | (0x80 if math.copysign(1.0, y) < 0 else 0)
+
+
+def _by_reciprocal(x: float, scale: float) -> int:
+    """The code of x * (1 / scale) in float32, rounded right: a multiply, modelled."""
+    y = np.float32(x) * (np.float32(1.0) / np.float32(scale))
+    return int(_torch_e4m3(np.array([y], np.float32), 1.0)[0])
+
+
+def _in_float64(x: float, scale: float) -> int:
+    """The code nearest x / scale computed in float64 (no longer a tie), modelled."""
+    y = float(x) / float(scale)
+    code = int(np.argmin(np.abs(_grid() - abs(y))))
+    return code | (0x80 if math.copysign(1.0, y) < 0 else 0)
+
+
+_CAST_MISTAKES = (
+    Mistake(
+        "That code is y rounded toward zero (truncated mantissa bits): round to the nearest "
+        "code, ties to even.",
+        answer=_toward_zero,
+    ),
+    Mistake(
+        "That is the code of x * (1 / scale): the reciprocal is rounded first, and on this "
+        "tie the product lands on the other side. Divide, y = x / scale, in float32.",
+        answer=_by_reciprocal,
+    ),
+    Mistake(
+        "That is the code of x / scale computed in float64, where the quotient is not a tie: "
+        "the division is specified in float32 (as torch does it), then round to nearest even.",
+        answer=_in_float64,
+    ),
+)
+
+
 def _e4m3_out(student: Callable[..., object], x: np.ndarray, scale: float, case: str) -> np.ndarray:
     return array_out(student(x, scale), case=case, shape=x.shape, dtype=np.uint8,
                      dtype_hint="return np.uint8 codes.")  # fmt: skip
@@ -142,6 +195,9 @@ def _vs_torch(student: Callable[..., object], case: str, x: np.ndarray, scale: f
     if bad.any():
         i = int(np.argmax(bad))
         hint = _SAT if abs(y[i]) > 448 else _DIV
+        if abs(y[i]) <= 448:  # the first wrong code, against each modelled mistake
+            one = Case("", (float(x[i]), float(scale)), int(want[i]), _CAST_MISTAKES, _DIV)
+            hint = one.diagnose(int(got[i]), lambda a, b: a == b)
         raise CheckFailure(
             f"[{case}] {int(bad.sum()):,} of {x.size:,} codes differ; first: x = {x[i]!r} "
             f"(y = x / scale = {y[i]!r}) gave 0x{int(got[i]):02x}, expected "
@@ -159,7 +215,8 @@ def _vs_torch(student: Callable[..., object], case: str, x: np.ndarray, scale: f
 )
 def check_cast_to_e4m3(cast_to_e4m3: Callable[..., object]) -> str:
     """Exercise 01.3: per-tensor scaled, saturating FP8 E4M3 cast, bit-exact with torch."""
-    _one_value(cast_to_e4m3, [Case(c, (x, s), want, hint=h) for c, x, s, want, h in _E4M3_NAMED])
+    named = [Case(c, (x, s), want, _CAST_MISTAKES, h) for c, x, s, want, h in _E4M3_NAMED]
+    _one_value(cast_to_e4m3, named)
     got = _e4m3_out(cast_to_e4m3, np.array([np.nan, -np.nan], np.float32), 1.0, "NaN")
     assert_true(
         bool(((got & 0x7F) == 0x7F).all()),
@@ -174,7 +231,7 @@ def check_cast_to_e4m3(cast_to_e4m3: Callable[..., object]) -> str:
     new = fresh_rng("01.3")
     label, ties = fresh("a float32 quotient on a tie"), _double_rounding(new, 3)
     truth = lambda x, s: int(_torch_e4m3(np.array([x], np.float32), s)[0])  # noqa: E731
-    _one_value(cast_to_e4m3, [Case(label, pair, truth, hint=_DIV) for pair in ties])
+    _one_value(cast_to_e4m3, [Case(label, pair, truth, _CAST_MISTAKES, _DIV) for pair in ties])
     case, x, scale = _e4m3_cases(new, 10_000)[int(new.integers(0, 5))]
     worst = max(worst, _vs_torch(cast_to_e4m3, fresh(case), x, scale))
     assert_true(worst <= 2.0**-4 * (1 + 1e-6), f"relative error {worst:.4f} exceeds u = 2^-4.")
