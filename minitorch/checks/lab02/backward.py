@@ -64,7 +64,28 @@ _WRONG = (  # known mistakes, run on a twin graph to name the one the student ma
 )  # fmt: skip
 
 
-def _hint(prog: list, got: list[float]) -> str:
+def _kept_one_path(prog: list, got: list[float]) -> bool:
+    """Whether some node used more than once holds a single use's contribution (local grad
+    times its consumer's true gradient) instead of their sum: ``=`` in place of ``+=``, in
+    whatever order the learner walked the graph."""
+    nodes = run_on_values(prog)
+    want = run_on_torch(prog)
+    index = {id(v): i for i, v in enumerate(nodes)}
+    uses: dict[int, list[float]] = {}
+    for i, v in enumerate(nodes):
+        for p, local in zip(v.parents, v.local_grads, strict=True):
+            if id(p) in index:
+                uses.setdefault(index[id(p)], []).append(local * want[i])
+    return any(
+        len(parts) > 1
+        and not np.isclose(got[i], want[i], rtol=1e-9, atol=1e-12)
+        and any(np.isclose(got[i], part, rtol=1e-9, atol=1e-12) for part in parts)
+        for i, parts in uses.items()
+    )
+
+
+def modelled_hint(prog: list, got: list[float]) -> str:
+    """The message of the known backward mistake whose twin graph gets ``got``, else the rule."""
     if got[-1] != 1.0:
         return "The root's gradient must be seeded: dL/dL = 1 (set root.grad = 1.0 first)."
     for wrong, hint in _WRONG:
@@ -72,6 +93,8 @@ def _hint(prog: list, got: list[float]) -> str:
         wrong(twin[-1], kahn_order(twin[-1]))
         if np.allclose([v.grad for v in twin], got, rtol=1e-9, atol=1e-12):
             return hint
+    if _kept_one_path(prog, got):
+        return _WRONG[1][1]
     return (
         "Each parent gets local_grad * v.grad, added to what it already has "
         "(p.grad += local * v.grad), with v taken in reverse topological order."
@@ -97,7 +120,7 @@ def _check_program(student: Callable[..., Any], prog: list, case: str) -> int:
         rtol=1e-9,
         atol=1e-12,
         what="gradients of every node (dL/dv)",
-        hint=_hint(prog, got),
+        hint=lambda _got, _want: modelled_hint(prog, got),
     )
     return len(order)
 
