@@ -73,7 +73,7 @@ def conv2d_backward(x, w, g, stride=1, padding=0, bug=""):
     gw = gw if bug == "no batch sum" else gw.sum(axis=0)
     gx = col2im(w.reshape(o, -1).T @ g3, x.shape, kh, kw, stride, padding, add=bug != "overwrite")
     gb = g3.sum(axis=2)[0] if bug == "bias" else g3.sum(axis=(0, 2))
-    return gx, gw, gb
+    return (gx / 2 if bug == "gx halved" else gx), gw, gb
 
 
 def max_pool2d_backward(x, g, k, s, p=0, ties="first", assign=False):
@@ -360,9 +360,11 @@ def test_conv2d_backward_passes_with_ours_and_the_reference_col2im(capsys):
         ((col2im, lambda *a: conv2d_backward(*a, bug="overwrite")), "must \\*add\\*"),
         ((col2im, lambda *a: conv2d_backward(*a, bug="no batch sum")), "batch axis: sum it"),
         ((col2im, lambda *a: conv2d_backward(*a, bug="bias")), "over the batch and both spatial"),
+        ((col2im, lambda *a: conv2d_backward(*a, bug="gx halved")), r"scatter-add\.$"),
     ],
 )
 def test_conv2d_backward_rejects_wrong_answers(fns, match):
+    """The overwrite hint only for the overwrite's answer; another wrong grad_x gets the rule."""
     rejects(lab03.check_conv2d_backward, *fns, match=match)
 
 

@@ -257,6 +257,13 @@ def dispatch_unstable(x, experts, keep, e):
     return x[order // k], np.bincount(experts.reshape(-1)[kept], minlength=e), order
 
 
+def dispatch_experts_descending(x, experts, keep, e):  # grouped, but the last expert first
+    k = experts.shape[1]
+    kept = np.flatnonzero(keep.reshape(-1))
+    order = kept[np.argsort(-experts.reshape(-1)[kept], kind="stable")]
+    return x[order // k], np.bincount(experts.reshape(-1)[kept], minlength=e), order
+
+
 def dispatch_with_dropped(x, experts, keep, e):
     return dispatch(x, experts, np.ones_like(keep), e)
 
@@ -272,7 +279,8 @@ def combine_assigning(y, order, gates, n):
     ("fns", "match"),
     [
         ((dispatch_padded, combine), "padding every expert"),
-        ((dispatch_unstable, combine), "stable sort"),
+        ((dispatch_unstable, combine), "sort stably"),
+        ((dispatch_experts_descending, combine), r"Group by expert \(all of expert 0 first\)"),
         ((dispatch_with_dropped, combine), "dropped tokens are not sent"),
         ((dispatch, combine_assigning), "np.add.at"),
     ],

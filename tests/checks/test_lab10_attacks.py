@@ -588,7 +588,7 @@ DISPATCH = [
         "10.5",
         "token order reversed in an expert",
         dc(dispatch_unstable, combine),
-        match="stable sort",
+        match="sort stably",
     ),
     wrong(
         "10.5",

@@ -47,6 +47,19 @@ def bwd_with_dw(x, w, a, bb, s, gy):  # right values, computes the frozen weight
         (fwd, lambda x, w, a, bb, s, gy: bwd(x, w, a, bb, s, gy)[:2], "triple"),
         (fwd_merged, bwd, "never builds"),
         (fwd, bwd_with_dw, "no dW"),
+        (
+            fwd,
+            lambda x, w, a, bb, s, gy: (
+                bwd(x, w, a, bb, s, gy)[0] * 2,
+                *bwd(x, w, a, bb, s, gy)[1:],
+            ),
+            r"dA = scale \(gy B\)\^T x\.$",
+        ),
+        (
+            fwd,
+            lambda x, w, a, bb, s, gy: (bwd(x, w, a, bb, s, gy)[0].T, *bwd(x, w, a, bb, s, gy)[1:]),
+            "transposes",
+        ),
     ],
 )
 def test_lora_rejects_wrong_and_over_budget(f, g, match):

@@ -116,9 +116,18 @@ def _one(fwd: Callable, bwd: Callable, layer: Layer, gen: np.random.Generator) -
         f"[{case}] lora_backward returns the triple (dA, dB, dx).",
     )
     ga, gb, gx = (np.asarray(g) for g in grads)
-    hint_dx = _DX if gx.shape == dx.shape and looks_like(gx, dx - gy @ w) else _SCALE
-    err = max(err, close(ga, da, case=case, what="dA", hint=_SCALE if ga.shape == da.shape else _T))
-    err = max(err, close(gb, db, case=case, what="dB", hint=_SCALE if gb.shape == db.shape else _T))
+    # each hint only for the answer its mistake gives: no scale, a transpose, no base path
+    base = gy @ w
+    hint_dx = "dx = gy W + scale (gy B) A."
+    if looks_like(gx, dx - base):
+        hint_dx = _DX
+    elif looks_like(gx, base + (dx - base) / s):
+        hint_dx = _SCALE
+    for what, g_, want_ in (("dA", ga, da), ("dB", gb, db)):
+        rule = "dA = scale (gy B)^T x." if what == "dA" else "dB = scale gy^T (x A^T)."
+        hint = _SCALE if looks_like(g_, want_ / s) else rule
+        hint = _T if g_.shape == want_.T.shape and g_.shape != want_.shape else hint
+        err = max(err, close(g_, want_, case=case, what=what, hint=hint))
     return max(err, close(gx, dx, case=case, what="dx", hint=hint_dx))
 
 
