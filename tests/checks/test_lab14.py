@@ -590,6 +590,29 @@ def test_liveness_forgetting_outputs_is_rejected() -> None:
     rejects(lab14.check_memory_plan, short, plan, match="live to the end")
 
 
+def test_liveness_hints_name_the_first_reader_only_when_it_was_taken() -> None:
+    """Ending at the first reader gets "the LAST node"; ending one step late gets the rule."""
+
+    def first_reader(graph: Graph) -> dict[str, tuple[int, int]]:
+        step = {n.name: k for k, n in enumerate(graph.nodes)}
+        out = {}
+        for k, n in enumerate(graph.nodes):
+            if n.op in ("placeholder", "constant"):
+                continue
+            readers = [step[m.name] for m in graph.nodes if n.name in m.inputs]
+            out[n.name] = (k, min(readers, default=k))
+        for o in graph.outputs:
+            out[o] = (out[o][0], len(graph.nodes))
+        return out
+
+    def one_late(graph: Graph) -> dict[str, tuple[int, int]]:
+        out = liveness(graph)
+        return {v: (a, b if v in graph.outputs else b + 1) for v, (a, b) in out.items()}
+
+    rejects(lab14.check_memory_plan, first_reader, plan, match="LAST node that reads it")
+    rejects(lab14.check_memory_plan, one_late, plan, match=r"to the last reader's\.$")
+
+
 def test_plan_with_half_open_intervals_overlaps_live_buffers() -> None:
     def half_open(intervals: dict[str, tuple[int, int]], sizes: dict[str, int]) -> dict[str, int]:
         return plan({v: (a, max(a, b - 1)) for v, (a, b) in intervals.items()}, sizes)

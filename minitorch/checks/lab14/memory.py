@@ -95,7 +95,12 @@ def check_memory_plan(liveness: Callable[..., Any], plan: Callable[..., Any]) ->
         )
         for v, (a, b) in want.items():
             gv = tuple(got[v]) if isinstance(got[v], (tuple, list)) else got[v]
-            hint = _OUTPUTS if v in g.outputs else _LAST
+            readers = [j for j, m in enumerate(g.nodes) if v in m.inputs]
+            hint = "An interval runs from the defining node's position to the last reader's."
+            if v in g.outputs:
+                hint = _OUTPUTS
+            elif readers and gv == (a, min(readers)) and min(readers) != b:
+                hint = _LAST
             assert_true(gv == (a, b), f"[{case}] %{v}: got {gv}, expected {(a, b)}. {hint}")
         size = _sizes(g)
         sizes = {v: size[v] for v in want}
