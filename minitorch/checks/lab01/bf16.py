@@ -32,7 +32,8 @@ def _float32_words(g: np.random.Generator, n_each: int) -> np.ndarray:
     return np.concatenate([high | low, sub])
 
 
-_TRUNC = "Looks like truncation instead of rounding: add the rounding bias before the shift."
+_TRUNC = "That is truncation (the top 16 bits kept): add the rounding bias before the shift."
+_ABOVE = "Above half-way (low 16 bits over 0x8000) rounds away from zero, to the next BF16."
 _TIES = (
     "Ties must go to even: at exactly half-way (low 16 bits 0x8000) keep the value whose "
     "last kept bit is 0. Adding 0x8000 rounds half away from zero; add 0x7FFF + bit 16."
@@ -43,12 +44,12 @@ _NAN = (
 )
 _BF16_NAMED: list[tuple[str, int, int, str]] = [
     ("1.0", 0x3F800000, 0x3F80, "1.0 is 0x3F800000; its top half 0x3F80 is BF16 1.0."),
-    ("just above half-way", 0x3F808001, 0x3F81, _TRUNC),
+    ("just above half-way", 0x3F808001, 0x3F81, _ABOVE),
     ("just below half-way", 0x3F807FFF, 0x3F80, "Below half-way must round down."),
     ("tie, kept bit even", 0x3F808000, 0x3F80, _TIES),
     ("tie, kept bit odd", 0x3F818000, 0x3F82, _TIES),
     ("negative tie", 0xBF808000, 0xBF80, _TIES + " The sign bit just passes through."),
-    ("negative, above half", 0xBF808001, 0xBF81, _TRUNC),
+    ("negative, above half", 0xBF808001, 0xBF81, _ABOVE),
     (
         "carry into the exponent",
         0x3FFFFFFF,
@@ -66,7 +67,7 @@ _BF16_NAMED: list[tuple[str, int, int, str]] = [
     ("-inf", 0xFF800000, 0xFF80, "-inf must stay -inf."),
     ("-0.0", 0x80000000, 0x8000, "-0.0 keeps its sign."),
     ("subnormal tie, odd", 0x00018000, 0x0002, _TIES),
-    ("smallest subnormal", 0x00000001, 0x0000, _TRUNC),
+    ("smallest subnormal", 0x00000001, 0x0000, "Below half-way must round down, to 0."),
 ]
 _BF16_NANS = [0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FFFFFFF, 0xFFFFFFFF]
 
@@ -144,6 +145,7 @@ def check_round_to_bf16(round_to_bf16_bits: Callable[..., object]) -> str:
     got = _bf16_out(round_to_bf16_bits, words, "named cases")
     for (label, word, want, hint), g in zip(_BF16_NAMED, got, strict=True):
         if int(g) != want:
+            hint = _TRUNC if int(g) == word >> 16 else hint  # the modelled mistake, if it is
             raise CheckFailure(
                 f"[{label}] input 0x{word:08x} ({_f32(word)!r}) gave "
                 f"0x{int(g):04x}, expected 0x{want:04x}. {hint}"
