@@ -110,8 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an instructor's folder of hidden checks (labNN.py), kept out of the "
                         "student repository")  # fmt: skip
     _pattern(s)
-    s.add_argument("--quiet", action="store_true",
-                   help="no progress bar and no per-submission tables (the JSON has them)")
+    s.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no per-submission tables (the JSON has them)",
+    )
     _limits(s)
 
     s = sub.add_parser("report", help="skill matrix and level, or a class gradebook, from JSON")
@@ -150,7 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-kernel", action="store_true", help="skip starting a kernel")
 
     s = sub.add_parser("bench", help="run the labs' performance experiments")
-    s.add_argument("lab", nargs="?", metavar="LAB", help="only this lab")
+    s.add_argument(
+        "lab",
+        nargs="?",
+        metavar="LAB",
+        help="only this lab; `class`: grade a made-up class of 30 with --jobs 2, timed",
+    )
     s.add_argument("--json", metavar="OUT", help="also write figures as JSON")
     s.add_argument("--watch", action="store_true",
                    help="instead: the forbidden-call watch's cost per check")  # fmt: skip
