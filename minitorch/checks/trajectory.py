@@ -69,7 +69,8 @@ def torch_trajectory(
 
 def rule_trajectory(rule: Rule, problem: Quadratic, w0: np.ndarray, steps: int) -> list[np.ndarray]:
     """The weights after each of ``steps`` steps of a numpy ``rule`` (a modelled mistake)."""
-    w, state, out = w0.copy(), {}, []
+    w, out = w0.copy(), []
+    state: dict[str, np.ndarray] = {}
     for t in range(1, steps + 1):
         w = rule(w, problem.grad(w), state, t)
         out.append(w)

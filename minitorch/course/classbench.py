@@ -12,6 +12,8 @@ exercise's points), so the bench also counts the verdicts that are right.
 
 from __future__ import annotations
 
+import argparse
+import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,7 +25,7 @@ from minitorch.course.notebook import dumps, exercises, read_notebook
 from minitorch.course.runner import RunOptions
 from minitorch.course.syllabus import find_lab, repo_root
 
-__all__ = ["CLASS_LABS", "class_bench", "make_class"]
+__all__ = ["CLASS_LABS", "class_bench", "cmd_bench_class", "make_class"]
 
 CLASS_LABS = ("09", "18", "21")
 KINDS = ("solution", "stub", "partial")
@@ -110,3 +112,33 @@ def class_bench(
         ),
         Figure("verdicts equal to the known score", right, "of", f"target >= {n}"),
     ]
+
+
+def cmd_bench_class(args: argparse.Namespace) -> int:
+    """``a2s bench class``: a class of 30 (labs 09, 18, 21) graded with --jobs 2, timed."""
+    from minitorch.course.commands import UsageError, _Progress, _root
+    from minitorch.course.figures import BENCH_HEADER, print_figure
+
+    root = _root()
+    if not (root / "solutions").is_dir():
+        raise UsageError(
+            "a2s bench class builds its class from solutions/: run it in a course checkout"
+        )
+    n = 30
+    print(
+        f"grading a made-up class of {n} notebooks (labs {', '.join(CLASS_LABS)}: solutions, "
+        "stubs, solutions with the last exercise undone) with --jobs 2; a few minutes"
+    )
+    bar = _Progress("grading the class", quiet=False)
+    try:
+        figures = class_bench(n, 2, root, on_done=lambda res, done, total: bar.update(done, total))
+    finally:
+        bar.close()
+    print(BENCH_HEADER)
+    for fig in figures:
+        fig.lab = "class"
+        print_figure("class", fig)
+    if args.json:
+        figs = [f.as_dict() for f in figures]
+        Path(args.json).write_text(json.dumps({"version": 1, "figures": figs}, indent=2) + "\n")
+    return 0

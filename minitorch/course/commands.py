@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from minitorch.course.build import build_all, existing_labs
+from minitorch.course.figures import BENCH_HEADER, print_figure
 from minitorch.course.grade import grade_submission
 from minitorch.course.notebook import NotebookError, dumps, exercises, read_notebook
 from minitorch.course.runner import RunOptions
@@ -250,66 +250,15 @@ def _bench_watch(args: argparse.Namespace) -> int:
     return 0
 
 
-BENCH_HEADER = (
-    "lab  figure (one thread)                                         value unit       vs what "
-    "it is read against\n     a ratio 'A / B' divides A's figure by B's: for times, above 1 "
-    "means A is slower"
-)
-_TARGET = re.compile(r"(?:target\s*)?(<=|>=|<|>|≤|≥)\s*([0-9.]+(?:e[-+]?\d+)?)")
-
-
-def missed_target(value: float, anchor: str) -> bool:
-    """True when ``anchor`` states a target (``target <= 2.0``, ``>= 0.67``) ``value`` misses."""
-    match = _TARGET.search(anchor)
-    if match is None:
-        return False
-    op, bound = match.group(1).replace("≤", "<=").replace("≥", ">="), float(match.group(2))
-    ok = {"<=": value <= bound, "<": value < bound, ">=": value >= bound, ">": value > bound}
-    return not ok[op]
-
-
-def _print_figure(lab: str, fig: Any) -> None:
-    miss = "   ✘ misses the target" if missed_target(fig.value, fig.anchor) else ""
-    print(f"[{lab}] {fig.name:<52} {fig.value:>12.4g} {fig.unit:<10} vs {fig.anchor}{miss}")
-
-
-def _bench_class(args: argparse.Namespace) -> int:
-    """``a2s bench class``: a class of 30 (labs 09, 18, 21) graded with --jobs 2, timed."""
-    from minitorch.course.classbench import CLASS_LABS, class_bench
-
-    root = _root()
-    if not (root / "solutions").is_dir():
-        raise UsageError(
-            "a2s bench class builds its class from solutions/: run it in a course checkout"
-        )
-    n = 30
-    print(
-        f"grading a made-up class of {n} notebooks (labs {', '.join(CLASS_LABS)}: solutions, "
-        "stubs, solutions with the last exercise undone) with --jobs 2; a few minutes"
-    )
-    bar = _Progress("grading the class", quiet=False)
-    try:
-        figures = class_bench(n, 2, root, on_done=lambda res, done, total: bar.update(done, total))
-    finally:
-        bar.close()
-    print(BENCH_HEADER)
-    for fig in figures:
-        fig.lab = "class"
-        _print_figure("class", fig)
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({"version": 1, "figures": [f.as_dict() for f in figures]}, indent=2) + "\n"
-        )
-    return 0
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from minitorch.bench import load, one_thread
 
     if args.watch:
         return _bench_watch(args)
     if args.lab == "class":
-        return _bench_class(args)
+        from minitorch.course.classbench import cmd_bench_class
+
+        return cmd_bench_class(args)
 
     registry = load()
     if args.lab:
@@ -325,7 +274,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 for fig in fn():
                     fig.lab = lab
                     figures.append(fig)
-                    _print_figure(lab, fig)
+                    print_figure(lab, fig)
     if args.json:
         Path(args.json).write_text(
             json.dumps({"version": 1, "figures": [f.as_dict() for f in figures]}, indent=2) + "\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from minitorch.course import classbench
-from minitorch.course.commands import missed_target
+from minitorch.course.figures import missed_target
 from minitorch.course.grade import SubmissionResult
 from minitorch.course.notebook import exercises, read_notebook
 from minitorch.course.syllabus import find_lab, repo_root
@@ -90,7 +90,7 @@ def test_bench_class_outside_a_checkout_with_solutions_is_refused(
     from minitorch.course import commands
     from minitorch.course.commands import UsageError
 
-    monkeypatch.setattr(commands, "_root", lambda: tmp_path)
+    monkeypatch.setattr(commands, "_root", lambda: tmp_path)  # classbench reads it from here
     args = argparse.Namespace(lab="class", watch=False, json=None)
     with pytest.raises(UsageError, match="solutions/"):
         commands.cmd_bench(args)

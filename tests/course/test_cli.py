@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course import commands
+from minitorch.course import commands, figures
 from minitorch.course.cli import build_parser, main
 from minitorch.course.grade import ExerciseResult, SubmissionResult
 from minitorch.course.syllabus import LABS, find_lab, find_lab_notebook, repo_root
@@ -238,7 +238,7 @@ def test_list_one_lab_and_the_course_total(capsys: pytest.CaptureFixture[str]) -
      (1.33, "one extra forward ~ 1.33", False), (5.0, "torch eager = 1.0", False)],
 )  # fmt: skip
 def test_bench_flags_a_missed_target(value, anchor, missed):
-    assert commands.missed_target(value, anchor) is missed
+    assert figures.missed_target(value, anchor) is missed
 
 
 def test_check_progress_writes_nothing_to_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
