@@ -7,7 +7,7 @@ a protocol-only communicator whose calls are requests to the rank's process, and
 refuses torch (as a forbidden call), frames, ``gc``, files, sockets, threads and processes.
 
 :func:`grade_ring` runs every case of one launch; :func:`time_ring` times the learner's ring
-(or the reference) against gloo's all-reduce, the ring sealed the same way.
+against gloo's all-reduce, the ring sealed the same way.
 """
 
 from __future__ import annotations
@@ -81,32 +81,12 @@ def _timing(make: Any, sizes: list[int], reps: int) -> Any:
 
 
 def time_ring(
-    comm: Any, source: str | None, name: str, sizes: list[int], reps: int = 3
+    comm: Any, source: str, name: str, sizes: list[int], reps: int = 3
 ) -> list[tuple[float, float]]:
-    """Best-of-``reps`` seconds of the ring and of gloo's all-reduce on float32 buffers.
-
-    The learner's ring runs sealed in a child of this rank (its messages cross a pipe to
-    this process first, about 50 us and a copy each); ``source=None`` times the course's
-    ring in this process, alternating ring and gloo repetition by repetition.
-    """
-    if source is None:  # the course's ring, run here, alternating with gloo rep by rep
-        from minitorch.comm.allreduce import ring_all_reduce
-
-        best = []
-        for n in sizes:
-            x, t = np.ones(n, np.float32), [float("inf"), float("inf")]
-            for _ in range(reps):
-                for side in (0, 1):
-                    comm.barrier()
-                    t0 = time.perf_counter()
-                    if side:
-                        comm.torch_all_reduce(x)
-                    else:
-                        ring_all_reduce(comm, x)
-                        comm.flush()
-                    t[side] = min(t[side], time.perf_counter() - t0)
-            best.append((t[0], t[1]))
-        return best
+    """Best-of-``reps`` seconds of the learner's ring and of gloo's all-reduce on float32
+    buffers. The ring runs sealed in a child of this rank (its messages cross a pipe to this
+    process first, about 50 us and a copy each). The course's own ring is timed, against
+    gloo and a transport-free floor, by ``minitorch.bench.lab21``."""
     make = learner_source(source, name)
     mine, _ = on_gloo_rank(comm, _timing(make, sizes, reps), exercise="21.5", timeout=600)
     theirs: list[float] = []
