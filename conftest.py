@@ -17,9 +17,9 @@ import re
 import numpy as np
 import pytest
 
-from minitorch.course.syllabus import LABS
+from a2s.syllabus import LABS
 
-pytest_plugins = ["minitorch.course.nbval_plugin"]
+pytest_plugins = ["a2s.nbval_plugin"]
 
 _LAB = re.compile(r"(?:test_lab|solutions/|\[)(\d\d)(?:_|\.py|\b)")
 SEED = 0

@@ -1,6 +1,6 @@
 """Saved outputs read as the final screen: progress bars folded to their last frame.
 
-Unit tests of :mod:`minitorch.course.outputs`, then a check of every committed solution: no
+Unit tests of :mod:`a2s.outputs`, then a check of every committed solution: no
 stream output with more than a few progress frames, no empty stream output.
 """
 
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from minitorch.course.build import KERNELSPEC
-from minitorch.course.notebook import read_notebook
-from minitorch.course.outputs import (
+from a2s.build import KERNELSPEC
+from a2s.notebook import read_notebook
+from a2s.outputs import (
     clean_notebook_outputs,
     clean_outputs,
     final_text,
     progress_frames,
 )
-from minitorch.course.syllabus import repo_root
+from a2s.syllabus import repo_root
 
 MAX_FRAMES = 2  # a saved stream may keep a stray carriage return or two, not a recording
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course import grade
-from minitorch.course.build import build_all, existing_labs
-from minitorch.course.grade import grade_submission
-from minitorch.course.notebook import a2s_meta, exercises, read_notebook, tags
-from minitorch.course.runner import RunOptions, RunResult, run_notebook
-from minitorch.course.syllabus import DIMENSIONS, SUBJECTS, repo_root
+from a2s import grade
+from a2s.build import build_all, existing_labs
+from a2s.grade import grade_submission
+from a2s.notebook import a2s_meta, exercises, read_notebook, tags
+from a2s.runner import RunOptions, RunResult, run_notebook
+from a2s.syllabus import DIMENSIONS, SUBJECTS, repo_root
 
 ROOT = repo_root()
 LABS = existing_labs(ROOT)
@@ -111,7 +111,7 @@ def test_solution_gets_full_points(lab, path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_readme_lab_table_matches_the_repository() -> None:
-    from minitorch.course.syllabus import LABS as ALL_LABS
+    from a2s.syllabus import LABS as ALL_LABS
 
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     for lab in ALL_LABS:
@@ -138,7 +138,7 @@ class _Scope:
         self.tree = ast.parse(path.read_text(encoding="utf-8"))
         self.funcs: dict[str, ast.FunctionDef] = {}
         self.values: dict[str, ast.expr] = {}
-        self.checks: set[str] = set()  # names bound to minitorch.checks modules
+        self.checks: set[str] = set()  # names bound to a2s.checks modules
         self.check_fns: dict[str, str] = {}  # local name -> check function name
         self.imported: dict[str, tuple[_Scope, str]] = {}  # local name -> (scope, name)
         self.modules: dict[str, _Scope] = {}  # local name -> imported tests.* module
@@ -164,7 +164,7 @@ class _Scope:
 
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.startswith("minitorch.checks.") and a.asname:
+                if a.name.startswith("a2s.checks.") and a.asname:
                     self.checks.add(a.asname)
                 elif a.asname and (scope := load(a.name)):
                     self.modules[a.asname] = scope
@@ -173,7 +173,7 @@ class _Scope:
         module = ".".join([*parts, node.module or ""] if node.level else [node.module or ""])
         for a in node.names:
             local = a.asname or a.name
-            if module == "minitorch.checks" or module.startswith("minitorch.checks.lab"):
+            if module == "a2s.checks" or module.startswith("a2s.checks.lab"):
                 if a.name.startswith("check_"):
                     self.check_fns[local] = a.name
                 else:
@@ -339,7 +339,7 @@ def test_every_grader_has_wrong_answer_and_reference_tests(lab, path) -> None:
     test_file = ROOT / "tests" / "checks" / f"test_lab{lab.number}.py"
     assert test_file.exists(), f"{test_file.relative_to(ROOT)} is missing"
     covered = _Coverage(test_file, ROOT).covered
-    graders = importlib.import_module(f"minitorch.checks.lab{lab.number}")
+    graders = importlib.import_module(f"a2s.checks.lab{lab.number}")
     for name in _lab_checks(path, lab.number):
         kinds = {"CheckFailure": "a wrong answer"}
         if getattr(getattr(graders, name), "blocks", ()):
@@ -353,8 +353,8 @@ def test_every_grader_has_wrong_answer_and_reference_tests(lab, path) -> None:
 
 _FAKE_LAB = """
 import pytest
-from minitorch.checks import lab77
-from minitorch.checks.core import CheckFailure, ReferenceCalledError
+from a2s.checks import lab77
+from a2s.checks.core import CheckFailure, ReferenceCalledError
 from tests.helpers.fake import rejected, rejects
 
 CASES = [(lab77.check_table, 1)]
@@ -391,7 +391,7 @@ def test_context_manager():
 _FAKE_HELPER = """
 import contextlib
 import pytest
-from minitorch.checks.core import CheckFailure
+from a2s.checks.core import CheckFailure
 
 def rejects(check, *fns, error=CheckFailure):
     with pytest.raises(error):

@@ -1,4 +1,4 @@
-"""mypy over ``minitorch/``, configured in pyproject.toml (``[tool.mypy]``, lenient).
+"""mypy over ``minitorch/`` and ``a2s/``, configured in pyproject.toml (``[tool.mypy]``, lenient).
 
 Skipped where mypy is not installed; the ``dev`` extra installs it, so CI runs it.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course.syllabus import repo_root
+from a2s.syllabus import repo_root
 
 
 @pytest.mark.skipif(
@@ -20,7 +20,7 @@ from minitorch.course.syllabus import repo_root
 )
 def test_mypy_is_clean(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "minitorch"],
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "minitorch", "a2s"],
         cwd=repo_root(), capture_output=True, text=True,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course import classbench
-from minitorch.course.figures import missed_target
-from minitorch.course.grade import SubmissionResult
-from minitorch.course.notebook import exercises, read_notebook
-from minitorch.course.syllabus import find_lab, repo_root
+from a2s import classbench
+from a2s.figures import missed_target
+from a2s.grade import SubmissionResult
+from a2s.notebook import exercises, read_notebook
+from a2s.syllabus import find_lab, repo_root
 
 ROOT = repo_root()
 
@@ -87,8 +87,8 @@ def _stubs(dest: Path, n: int) -> dict[str, float]:
 def test_bench_class_outside_a_checkout_with_solutions_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from minitorch.course import commands
-    from minitorch.course.commands import UsageError
+    from a2s import commands
+    from a2s.commands import UsageError
 
     monkeypatch.setattr(commands, "_root", lambda: tmp_path)  # classbench reads it from here
     args = argparse.Namespace(lab="class", watch=False, json=None)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import minitorch.bench as bench
-from minitorch.bench import alternate, load, median_time, one_thread
-from minitorch.course.cli import main
+import a2s.bench as bench
+from a2s.bench import alternate, load, median_time, one_thread
+from a2s.cli import main
 
 
 def test_every_registered_lab_exists() -> None:
-    from minitorch.course.syllabus import find_lab
+    from a2s.syllabus import find_lab
 
     for lab in load():
         find_lab(lab)
@@ -57,15 +57,15 @@ def test_median_time_measures_real_time() -> None:
 
 
 def test_register_keys_by_module_and_checks_the_syllabus() -> None:
-    from minitorch.course.syllabus import LABS
+    from a2s.syllabus import LABS
 
     numbers = {lab.number for lab in LABS}
     benched = load()
     assert set(benched) <= numbers
     for lab, fns in benched.items():
-        assert all(fn.__module__ == f"minitorch.bench.lab{lab}" for fn in fns), lab
-    with pytest.raises(ValueError, match=r"minitorch\.bench\.labNN"):
-        bench.register(lambda: [])  # defined outside a minitorch.bench.labNN module
+        assert all(fn.__module__ == f"a2s.bench.lab{lab}" for fn in fns), lab
+    with pytest.raises(ValueError, match=r"a2s\.bench\.labNN"):
+        bench.register(lambda: [])  # defined outside a a2s.bench.labNN module
 
 
 def test_one_thread_pins_torch_and_restores() -> None:

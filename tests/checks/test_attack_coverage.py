@@ -21,8 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minitorch.course.notebook import exercises
-from minitorch.course.syllabus import LABS
+from a2s.notebook import exercises
+from a2s.syllabus import LABS
 from tests.helpers.attacks import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from minitorch.checks.core import (
+from a2s.checks.core import (
     CheckFailure,
     ForbiddenCallError,
     ReferenceCalledError,
@@ -216,7 +216,7 @@ class _AlwaysEqual(int):
 
 
 def test_a_value_that_decides_its_own_equality_fails() -> None:
-    from minitorch.checks.core import plain
+    from a2s.checks.core import plain
 
     with pytest.raises(CheckFailure, match="subclass of int"):
         plain(_AlwaysEqual(3))
@@ -226,7 +226,7 @@ def test_a_value_that_decides_its_own_equality_fails() -> None:
 
 
 def test_an_earlier_failed_exercise_is_replaced_by_the_reference(capsys) -> None:
-    from minitorch.checks import core
+    from a2s.checks import core
 
     @grader("99.5", uses=(("99.1", "matmul_flops", "minitorch.hardware.costs:matmul_flops"),))
     def check_uses(student) -> str:
@@ -254,7 +254,7 @@ def test_every_verdict_is_an_audit_event() -> None:
         "import sys\n"
         "seen = []\n"
         "sys.addaudithook(lambda e, a: seen.append(a) if e == 'a2s.verdict' else None)\n"
-        "from minitorch.checks import lab00\n"
+        "from a2s.checks import lab00\n"
         "lab00.check_matmul_flops(lambda m, n, k: 2 * m * n * k)\n"
         "try:\n    lab00.check_matmul_flops(lambda m, n, k: m * n * k)\nexcept AssertionError:\n"
         "    pass\n"
@@ -283,7 +283,7 @@ class _AlwaysEqualF32(np.float32):
 
 
 def test_a_numpy_scalar_subclass_fails_and_numpy_scalars_pass() -> None:
-    from minitorch.checks.core import plain
+    from a2s.checks.core import plain
 
     with pytest.raises(
         CheckFailure, match=r"\[c\] result is a _AlwaysEqualF32, a subclass of float32"
@@ -304,8 +304,8 @@ def test_a_numpy_scalar_subclass_fails_and_numpy_scalars_pass() -> None:
 
 
 def test_the_watch_overhead_bench_times_every_check_of_a_lab() -> None:
-    from minitorch.course.overhead import watch_overhead
-    from minitorch.course.syllabus import repo_root
+    from a2s.overhead import watch_overhead
+    from a2s.syllabus import repo_root
 
     costs = watch_overhead(repo_root() / "solutions" / "00_orientation.ipynb", repeats=1)
     assert [c.cell for c in costs] == ["check-00-1", "check-00-2"]
@@ -313,7 +313,7 @@ def test_the_watch_overhead_bench_times_every_check_of_a_lab() -> None:
 
 
 def test_measured_code_may_use_only_the_public_api() -> None:
-    from minitorch.checks.hygiene import assert_public_api
+    from a2s.checks.hygiene import assert_public_api
 
     alias = getattr
 
@@ -341,7 +341,7 @@ def test_measured_code_may_use_only_the_public_api() -> None:
 def test_stdlib_dicts_read_as_plain_dicts_and_their_subclasses_fail() -> None:
     import collections
 
-    from minitorch.checks.core import plain
+    from a2s.checks.core import plain
 
     assert plain(collections.Counter(a=2)) == {"a": 2}
     assert type(plain(collections.OrderedDict(a=1))) is dict
@@ -383,7 +383,7 @@ def test_watches_ending_out_of_order_leave_no_thread_hook() -> None:
     """One watch per simulated rank thread: they end in any order, threading ends clean."""
     import threading
 
-    from minitorch.checks.watch import Watch
+    from a2s.checks.watch import Watch
 
     before = threading.getprofile()
     first, second = Watch(forbid=("torch",), blocks=()), Watch(forbid=("torch",), blocks=())
@@ -397,7 +397,7 @@ def test_watches_ending_out_of_order_leave_no_thread_hook() -> None:
 
 
 def test_several_substituted_references_make_one_short_clause(capsys) -> None:
-    from minitorch.checks import core
+    from a2s.checks import core
 
     uses = (
         ("99.1", "matmul_flops", "minitorch.hardware.costs:matmul_flops"),
@@ -420,7 +420,7 @@ def test_several_substituted_references_make_one_short_clause(capsys) -> None:
 
 
 def test_bit_exact_compares_bits_not_values() -> None:
-    from minitorch.checks.values import assert_bits_equal
+    from a2s.checks.values import assert_bits_equal
 
     want = np.array([0, 0, 1], np.float32)
     with pytest.raises(CheckFailure, match="differ in 1 of 3"):

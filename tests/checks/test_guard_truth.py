@@ -8,18 +8,18 @@ import types
 import numpy as np
 import pytest
 
-import minitorch.checks.lab00 as lab00
-from minitorch.checks import guard
-from minitorch.checks.cases import Case, run_cases
-from minitorch.checks.core import (
+import a2s.checks.lab00 as lab00
+from a2s.checks import guard
+from a2s.checks.cases import Case, run_cases
+from a2s.checks.core import (
     CheckFailure,
     ReferenceCalledError,
     StudentError,
     grader,
     guarded,
 )
-from minitorch.checks.lab01 import summation
-from minitorch.checks.profiler import forbidden_message
+from a2s.checks.lab01 import summation
+from a2s.checks.profiler import forbidden_message
 
 
 def test_the_graders_truth_is_blocked_for_the_student_only(capsys) -> None:
@@ -30,7 +30,7 @@ def test_the_graders_truth_is_blocked_for_the_student_only(capsys) -> None:
         lab00.check_matmul_flops(cheat)
 
     def through_a_helper(x):  # through a checks helper: still the student's call
-        from minitorch.checks.compare import call
+        from a2s.checks.compare import call
 
         return call(summation._kahan_loop, x)
 
@@ -51,7 +51,7 @@ def test_what_the_grader_hands_over_stays_callable() -> None:
         def elements(self):
             return 1
 
-    Twin.__module__ = "minitorch.checks.lab00"
+    Twin.__module__ = "a2s.checks.lab00"
     assert guarded(student, "00.1", ())(lab00._counted_flops, Twin()) == 49
 
     def keeps_it(f):
@@ -64,11 +64,11 @@ def test_what_the_grader_hands_over_stays_callable() -> None:
 def test_handout_is_for_the_defining_module_only() -> None:
     with pytest.raises(TypeError, match="only the module that defines"):
         guard.handout(lab00._counted_flops)
-    module = types.ModuleType("minitorch.checks.lab99")
+    module = types.ModuleType("a2s.checks.lab99")
     sys.modules[module.__name__] = module
     try:
         exec(
-            "from minitorch.checks.guard import handout\n"
+            "from a2s.checks.guard import handout\n"
             "@handout\n"
             "class Device:\n"
             "    def load(self, i):\n"
@@ -134,7 +134,7 @@ def test_importing_a_forbidden_module_is_reported_as_the_import() -> None:
 
 
 def test_a_hint_can_be_chosen_by_matching_the_answer() -> None:
-    from minitorch.checks.values import assert_close
+    from a2s.checks.values import assert_close
 
     def doubled(got, want):
         return "You doubled it." if np.allclose(got, 2 * want) else ""

@@ -12,15 +12,15 @@ import time
 import numpy as np
 import pytest
 
-from minitorch.checks import harness
-from minitorch.checks.core import guarded
-from minitorch.checks.errors import (
+from a2s.checks import harness
+from a2s.checks.core import guarded
+from a2s.checks.errors import (
     CheckFailure,
     ForbiddenCallError,
     ReferenceCalledError,
     StudentError,
 )
-from minitorch.checks.harness import decode, encode, remote, request, run_apart, run_ranks
+from a2s.checks.harness import decode, encode, remote, request, run_apart, run_ranks
 from minitorch.comm.simworld import SimWorld
 from tests.helpers.graders import always_equal
 
@@ -281,7 +281,7 @@ def test_prints_in_a_jupyter_kernel_reach_the_notebook(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from minitorch.checks.harness import run_apart\n"
+            "from a2s.checks.harness import run_apart\n"
             "def f():\n    print('from the child')\n    return 41\n"
             "print(run_apart(f) + 1)"
         )

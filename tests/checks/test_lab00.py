@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from minitorch.checks import lab00
-from minitorch.checks.core import CheckFailure, ReferenceCalledError
+from a2s.checks import lab00
+from a2s.checks.core import CheckFailure, ReferenceCalledError
 from minitorch.hardware import costs
 from tests.helpers.graders import always_equal, rejects
 

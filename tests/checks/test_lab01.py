@@ -5,14 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from minitorch import numerics
-from minitorch.checks import lab01
-from minitorch.checks.core import (
+from a2s.checks import lab01
+from a2s.checks.core import (
     CheckFailure,
     ForbiddenCallError,
     ReferenceCalledError,
     StudentError,
 )
+from minitorch import numerics
 from tests.helpers.graders import always_equal, rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.numerics")
@@ -418,7 +418,7 @@ def test_values_that_decide_their_own_equality_are_rejected():
 
 # --------------------------------------------------------------------------- all graders
 def test_graders_are_registered_and_blocks_resolve():
-    from minitorch.checks.core import blocked
+    from a2s.checks.core import blocked
 
     checks = [getattr(lab01, name) for name in lab01.__all__]
     assert sorted(c.exercise for c in checks) == [f"01.{i}" for i in range(1, 8)]

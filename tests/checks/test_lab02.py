@@ -10,11 +10,11 @@ from collections import deque
 import numpy as np
 import pytest
 
+from a2s.checks import lab02
+from a2s.checks.core import CheckFailure, ForbiddenCallError, ReferenceCalledError
 from minitorch.autograd import Value, numerical_derivative
 from minitorch.autograd import tanh as tensor_tanh
 from minitorch.autograd.tensor import Tensor
-from minitorch.checks import lab02
-from minitorch.checks.core import CheckFailure, ForbiddenCallError, ReferenceCalledError
 from tests.helpers.graders import always_equal, rejects
 
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import minitorch.autograd as ag
+from a2s.checks import lab03
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError, blocked
 from minitorch.autograd import Tensor, engine, ops_conv
-from minitorch.checks import lab03
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError, blocked
 from tests.helpers.graders import always_equal, rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.autograd")

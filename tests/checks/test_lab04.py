@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from a2s.checks import lab04
+from a2s.checks.core import ReferenceCalledError
 from minitorch.autograd import Tensor, checkpoint, checkpoint_sequential, cross_entropy
-from minitorch.checks import lab04
-from minitorch.checks.core import ReferenceCalledError
 from minitorch.nn import Parameter, autocast
 from minitorch.optim import SGD, AdamW, GradScaler, warmup_cosine
 from tests.helpers.graders import always_equal, rejects
@@ -433,10 +433,10 @@ def test_the_modelled_rules_without_a_mistake_are_torchs(opt: str) -> None:
     can then only be shown for an answer that differs from torch the way that mistake does."""
     import torch
 
-    from minitorch.checks.core import rng
-    from minitorch.checks.lab04 import adamw as a
-    from minitorch.checks.lab04 import sgd as s
-    from minitorch.checks.trajectory import quadratic, rule_trajectory, torch_trajectory
+    from a2s.checks.core import rng
+    from a2s.checks.lab04 import adamw as a
+    from a2s.checks.lab04 import sgd as s
+    from a2s.checks.trajectory import quadratic, rule_trajectory, torch_trajectory
 
     mod, defaults = (
         (s, dict(momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0))

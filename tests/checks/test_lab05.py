@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from a2s.checks import lab05
+from a2s.checks.core import CheckFailure, ReferenceCalledError
 from minitorch import hardware
-from minitorch.checks import lab05
-from minitorch.checks.core import CheckFailure, ReferenceCalledError
 from tests.helpers.graders import always_equal, rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.hardware")
@@ -267,9 +267,9 @@ def test_op_costs_accepts_a_numpy_pair():
 
 def test_checks_reject_the_graders_own_ground_truth():
     """The loop counters and closed forms in the grader are not the student's work."""
-    from minitorch.checks.lab05 import intensity, roofline, scaling
+    from a2s.checks.lab05 import intensity, roofline, scaling
 
-    truth = "minitorch.checks.lab05"
+    truth = "a2s.checks.lab05"
     rejects(lab05.check_op_costs, *_costs(gemv=intensity._gemv), match=truth,
             error=ReferenceCalledError)  # fmt: skip
     rejects(lab05.check_roofline, roofline._truth, match=truth, error=ReferenceCalledError)

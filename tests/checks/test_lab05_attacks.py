@@ -12,13 +12,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from minitorch.checks import lab05
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks import lab05
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
 REF = "minitorch.hardware"
-TRUTH = "minitorch.checks.lab05"
+TRUTH = "a2s.checks.lab05"
 
 
 # --------------------------------------------------------------------------- 05.1 op costs
@@ -92,7 +92,7 @@ def _gemm_as_gemv(m, n, s):
 
 
 def _truth_attention(n, d, s, materialized):
-    from minitorch.checks.lab05 import intensity
+    from a2s.checks.lab05 import intensity
 
     return intensity._attention(n, d, s, materialized)
 
@@ -217,7 +217,7 @@ def _ref_roof(i, p, b):
 
 
 def _truth_roof(i, p, b):
-    from minitorch.checks.lab05.roofline import _truth
+    from a2s.checks.lab05.roofline import _truth
 
     return _truth(i, p, b)
 
@@ -332,7 +332,7 @@ def _ref_bounds():
 
 
 def _truth_seconds(f, b, p, w):
-    from minitorch.checks.lab05 import roofline
+    from a2s.checks.lab05 import roofline
 
     return roofline._seconds(f, b, p, w)
 
@@ -449,7 +449,7 @@ def _ref_amdahl(f, p):
 
 
 def _truth_gustafson(f, p):
-    from minitorch.checks.lab05 import scaling
+    from a2s.checks.lab05 import scaling
 
     return scaling._gustafson(f, p)
 
@@ -571,7 +571,7 @@ def _ref_fit(workers, seconds):
 
 
 def _truth_fit(workers, seconds):
-    from minitorch.checks.lab05.scaling import _least_squares
+    from a2s.checks.lab05.scaling import _least_squares
 
     return _least_squares(list(workers), list(seconds))
 

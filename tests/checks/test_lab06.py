@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab06
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.lab06.lru import plain_lru
+from a2s.checks import lab06
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.lab06.lru import plain_lru
 from minitorch.hardware import cache
 from minitorch.kernels import matmul, traces
 from tests.helpers.graders import always_equal, rejects, unblocked_in
@@ -312,9 +312,9 @@ def test_a_tiled_matmul_that_resets_the_call_count_is_rejected():
 # --------------------------------------------------------------------------- review additions
 def test_checks_reject_the_graders_own_ground_truth():
     """The grader's plain-loop simulator and closed forms are not the student's work."""
-    from minitorch.checks.lab06 import traces as truth
+    from a2s.checks.lab06 import traces as truth
 
-    match = "minitorch.checks.lab06"
+    match = "a2s.checks.lab06"
     rejects(lab06.check_lru_hits, plain_lru, match=match, error=ReferenceCalledError)
     rejects(lab06.check_loop_trace, truth._plain_trace, match=match, error=ReferenceCalledError)
     rejects(lab06.check_predicted_misses, truth._formula, match=match, error=ReferenceCalledError)

@@ -3,7 +3,7 @@
 grader's own ground truth, torch, a memorised answer, a value that decides its own equality,
 the micro-kernel's log rewritten, arithmetic outside the kernel, tracing switched off).
 
-06.5 runs the learner's matmul in a forked child (:mod:`minitorch.checks.harness`): the
+06.5 runs the learner's matmul in a forked child (:mod:`a2s.checks.harness`): the
 kernel is a request to the grader's process, which keeps the call log.
 """
 
@@ -17,10 +17,10 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from minitorch.checks import lab06
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
-from minitorch.checks.lab06 import lru as lru_truth
-from minitorch.checks.lab06 import traces as trace_truth
+from a2s.checks import lab06
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
+from a2s.checks.lab06 import lru as lru_truth
+from a2s.checks.lab06 import traces as trace_truth
 from minitorch.hardware import cache
 from minitorch.kernels import matmul, traces
 from tests.checks.test_lab06 import (

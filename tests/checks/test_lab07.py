@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab07
-from minitorch.checks.core import ReferenceCalledError, StudentError, blocked
+from a2s.checks import lab07
+from a2s.checks.core import ReferenceCalledError, StudentError, blocked
 from minitorch.kernels import simt_kernels as K
 from minitorch.kernels import simt_memory
 from tests.helpers.graders import always_equal, rejects, unblocked_in
@@ -317,7 +317,7 @@ def test_a_kernel_that_fakes_its_counters_is_rejected():
 
 # --------------------------------------------------------------------------- review additions
 def test_warp_transactions_rejects_the_graders_own_loop():
-    from minitorch.checks.lab07 import coalescing
+    from a2s.checks.lab07 import coalescing
 
     rejects(
         lab07.check_warp_transactions,

@@ -3,7 +3,7 @@
 segment counter, the grader's own loop, torch, numpy moving values across lanes, the counters
 or the device arrays reached through a private attribute or ``gc``, a host copy).
 
-Kernels run in a forked child (:mod:`minitorch.checks.harness`); every load, store, shared
+Kernels run in a forked child (:mod:`a2s.checks.harness`); every load, store, shared
 allocation and barrier is a request to the grader's process, which runs the simulator and
 keeps the counters, so what a cheat rewrites in its own process is a copy.
 """
@@ -15,9 +15,9 @@ import gc
 import numpy as np
 import pytest
 
-from minitorch.checks import lab07
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
-from minitorch.checks.lab07 import coalescing
+from a2s.checks import lab07
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
+from a2s.checks.lab07 import coalescing
 from minitorch.kernels import simt_kernels as K
 from minitorch.kernels import simt_memory
 from tests.checks.test_lab07 import (

@@ -10,8 +10,8 @@ import minitorch.kernels.attention as attention
 import minitorch.kernels.flash as flash
 import minitorch.kernels.fusion as fusion
 import minitorch.kernels.io_model as io_model
-from minitorch.checks import lab08
-from minitorch.checks.core import CheckFailure, ReferenceCalledError, StudentError
+from a2s.checks import lab08
+from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.kernels")
@@ -369,7 +369,7 @@ def test_predicted_traffic_accepts_a_list_pair(capsys):
 
 
 def test_predicted_traffic_rejects_the_graders_own_loop():
-    from minitorch.checks.lab08 import traffic as truth
+    from a2s.checks.lab08 import traffic as truth
 
     rejects(
         lab08.check_predicted_traffic,
@@ -451,7 +451,7 @@ def test_the_invariant_of_08_3_is_the_closed_form():
 
     import nbformat
 
-    from minitorch.course.syllabus import LABS
+    from a2s.syllabus import LABS
 
     lab = next(lab for lab in LABS if lab.number == "08")
     text = " ".join(c.source for c in nbformat.read(lab.solution_path(ROOT), 4).cells)

@@ -2,7 +2,7 @@
 (each must get the hint that names it) and cheats (the reference, torch, the counters or the
 arrays reached through reflection or ``gc``, every tile kept, the memory meter reset).
 
-The kernels run in a forked child (:mod:`minitorch.checks.harness`); the HBM and its counts
+The kernels run in a forked child (:mod:`a2s.checks.harness`); the HBM and its counts
 stay in the grader's process, so what a cheat does to the objects it can reach changes the
 child's copy only and the grade is taken from the parent's.
 """
@@ -20,9 +20,9 @@ import minitorch.kernels.attention as attention
 import minitorch.kernels.flash as flash
 import minitorch.kernels.fusion as fusion
 import minitorch.kernels.io_model as io_model
-from minitorch.checks import lab08
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
-from minitorch.checks.lab08 import traffic as truth
+from a2s.checks import lab08
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
+from a2s.checks.lab08 import traffic as truth
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal, unblocked_in
 

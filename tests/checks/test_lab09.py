@@ -8,9 +8,9 @@ import pytest
 import minitorch.model.attention as attention
 import minitorch.model.blocks as blocks
 import minitorch.model.positions as positions
+from a2s.checks import lab09
+from a2s.checks.core import ReferenceCalledError
 from minitorch.autograd import Tensor
-from minitorch.checks import lab09
-from minitorch.checks.core import ReferenceCalledError
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.model")

@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from minitorch.checks import lab09
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks import lab09
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
-TRUTH = "minitorch.checks.lab09"
+TRUTH = "a2s.checks.lab09"
 
 
 # --------------------------------------------------------------------------- 09.1 attention
@@ -100,7 +100,7 @@ def _paged_attention(q, k, v):  # lab 18's attention over a one-block paged cach
 
 
 def _truth_attention(q, k, v):
-    from minitorch.checks.lab09.attention import _plain
+    from a2s.checks.lab09.attention import _plain
 
     return _plain(q, k, v, q.shape[-1] ** -0.5, 0)
 
@@ -229,7 +229,7 @@ def _torch_gqa(q, k, v):
 
 
 def _truth_gqa(q, k, v):
-    from minitorch.checks.lab09 import attention
+    from a2s.checks.lab09 import attention
 
     n = q.shape[1] // k.shape[1]
     return attention._plain(q, np.repeat(k, n, 1), np.repeat(v, n, 1), q.shape[-1] ** -0.5, 0)
@@ -315,13 +315,13 @@ def rope_variant(x, exponent=2.0, half=False, sign=1.0, first=0):
 def _torch_rope(x):
     import torch
 
-    from minitorch.checks.lab09.torch_gpt import torch_rope
+    from a2s.checks.lab09.torch_gpt import torch_rope
 
     return torch_rope(torch.from_numpy(x)).numpy()
 
 
 def _truth_rope(x):
-    from minitorch.checks.lab09.positions import _rope_np
+    from a2s.checks.lab09.positions import _rope_np
 
     return _rope_np(x, 2.0, False, 1.0)
 
@@ -423,13 +423,13 @@ def slopes_recursive(n):
 
 
 def _torch_slopes(n):
-    from minitorch.checks.lab09.torch_gpt import torch_alibi_slopes
+    from a2s.checks.lab09.torch_gpt import torch_alibi_slopes
 
     return torch_alibi_slopes(n).numpy()
 
 
 def _truth_slopes(n):
-    from minitorch.checks.lab09.positions import _slopes
+    from a2s.checks.lab09.positions import _slopes
 
     return _slopes(n)
 
@@ -640,7 +640,7 @@ def _ref_silu(x, w1, w3, w2):
 
 
 def _truth_swiglu(x, w1, w3, w2):
-    from minitorch.checks.lab09.blocks import _swiglu
+    from a2s.checks.lab09.blocks import _swiglu
 
     return _swiglu(x, w1, w3, w2)
 
@@ -725,7 +725,7 @@ def _quant_serving(c, t, b, s):  # lab 28's float32 bytes per token, rescaled
 
 
 def _truth_kv(c, t, b, s):
-    from minitorch.checks.lab09.kv_cache import _bytes
+    from a2s.checks.lab09.kv_cache import _bytes
 
     return _bytes(c, t, b, s, c.n_kv_head, 2)
 

@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from minitorch.checks import lab10
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks import lab10
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
-TRUTH = "minitorch.checks.lab10"
+TRUTH = "a2s.checks.lab10"
 
 
 # --------------------------------------------------------------------------- 10.1 gating
@@ -100,7 +100,7 @@ def _ref_probs(logits, k):
 
 
 def _truth_gating(logits, k):
-    from minitorch.checks.lab10 import gating
+    from a2s.checks.lab10 import gating
 
     return gating.loop_top_k(logits, k)
 
@@ -204,7 +204,7 @@ def slots_token_major(experts, e, cap):
 
 
 def _truth_slots(experts, e, cap):
-    from minitorch.checks.lab10.gating import loop_slots
+    from a2s.checks.lab10.gating import loop_slots
 
     return loop_slots(experts, e, cap)
 
@@ -309,7 +309,7 @@ def predict_fraction(wanted, n, cf, k):
 
 
 def _truth_predict(wanted, n, cf, k):
-    from minitorch.checks.lab10.losses import _want
+    from a2s.checks.lab10.losses import _want
 
     return _want(wanted, n, cf, k)
 
@@ -423,7 +423,7 @@ def aux_loops(logits):
 
 
 def _torch_aux(logits):
-    from minitorch.checks.lab10.losses import torch_aux_losses
+    from a2s.checks.lab10.losses import torch_aux_losses
 
     return torch_aux_losses(logits)
 
@@ -552,7 +552,7 @@ def dispatch_unstable(x, experts, keep, e):
 
 
 def _truth_dispatch(x, experts, keep, e):
-    from minitorch.checks.lab10.dispatch import loop_dispatch
+    from a2s.checks.lab10.dispatch import loop_dispatch
 
     order, counts = loop_dispatch(experts, keep, e)
     return x[np.array(order, dtype=np.int64) // experts.shape[1]], counts, order

@@ -11,8 +11,8 @@ import minitorch.model.quant as quant
 import minitorch.model.quant_awq as quant_awq
 import minitorch.model.quant_gptq as quant_gptq
 import minitorch.model.quant_smooth as quant_smooth
-from minitorch.checks import lab11
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab11
+from a2s.checks.core import ReferenceCalledError
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.model")

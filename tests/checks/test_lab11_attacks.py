@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab11
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks import lab11
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
-TRUTH = "minitorch.checks.lab11"
+TRUTH = "a2s.checks.lab11"
 
 
 # --------------------------------------------------------------------------- 11.1 quantizer
@@ -101,7 +101,7 @@ def _ref_quant(w, bits, group_size, symmetric):
 
 
 def _truth_quant(w, bits, group_size, symmetric):
-    from minitorch.checks.lab11.truth import quantize_loop
+    from a2s.checks.lab11.truth import quantize_loop
 
     return quantize_loop(w, bits, group_size, symmetric)
 
@@ -377,7 +377,7 @@ GPTQ = [
         "11.3",
         "the grader's own RTN",
         lambda: lab11.check_gptq(
-            lambda w, x, b, g: __import__("minitorch.checks.lab11.truth", fromlist=["x"]).rtn(
+            lambda w, x, b, g: __import__("a2s.checks.lab11.truth", fromlist=["x"]).rtn(
                 w, b, g
             )
         ),
@@ -431,7 +431,7 @@ def _torch_awq(w, x, bits, group_size):
 
 
 def _truth_awq(w, x, bits, group_size):
-    from minitorch.checks.lab11.truth import rel_error, rtn
+    from a2s.checks.lab11.truth import rel_error, rtn
 
     act = np.abs(x).mean(0)
     return min((act**a for a in np.arange(20) / 20),

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import minitorch.model.lora as lora
-from minitorch.checks import lab12
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.lab12.memory import lora_memory_loop
+from a2s.checks import lab12
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.lab12.memory import lora_memory_loop
 from tests.helpers.graders import always_equal, rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.model")
@@ -194,7 +194,7 @@ def test_multi_adapter_rejects_the_reference():
 
 def test_budgets_cannot_be_hidden_from_tracemalloc():
     """Resetting or stopping tracemalloc inside the answer is a forbidden call, not a pass."""
-    from minitorch.checks.core import ForbiddenCallError
+    from a2s.checks.core import ForbiddenCallError
     from tests.checks.test_lab12_attacks import (
         bwd,
         fwd_merged_hiding,

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab12
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks import lab12
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
-TRUTH = "minitorch.checks.lab12"
+TRUTH = "a2s.checks.lab12"
 
 
 # --------------------------------------------------------------------------- 12.1 LoRA
@@ -74,7 +74,7 @@ def _ref_fwd(x, w, b, a, bb, scale):
 
 
 def _torch_bwd(x, w, a, bb, scale, gy):
-    from minitorch.checks.lab12.lora import torch_lora
+    from a2s.checks.lab12.lora import torch_lora
 
     return torch_lora(x, w, None, a, bb, scale, gy)[1:]
 
@@ -249,7 +249,7 @@ def memory_loop(layers, r, itemsize):
 
 
 def _truth_memory(layers, r, itemsize):
-    from minitorch.checks.lab12.memory import lora_memory_loop
+    from a2s.checks.lab12.memory import lora_memory_loop
 
     return lora_memory_loop(layers, r, itemsize)
 

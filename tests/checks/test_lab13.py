@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from a2s.checks import lab13
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from minitorch.autograd import Tensor
-from minitorch.checks import lab13
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
 from minitorch.compiler import capture, interp, ir
 from minitorch.compiler.ir import Graph, Node
 from tests.helpers.graders import rejects

@@ -16,10 +16,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from a2s.checks import lab13
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks.lab13 import common
 from minitorch.autograd import Tensor
-from minitorch.checks import lab13
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
-from minitorch.checks.lab13 import common
 from minitorch.compiler import capture, fusion, interp, ir
 from minitorch.compiler.ir import Graph, Node
 from tests.checks.test_lab13 import (

@@ -14,8 +14,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from minitorch.checks import lab14
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks import lab14
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from minitorch.compiler import fusion, interp, memory, passes
 from minitorch.compiler.ir import Graph, Node
 from tests.checks.test_lab14 import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab15
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.lab15.legality import brute_distances
+from a2s.checks import lab15
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.lab15.legality import brute_distances
 from minitorch.compiler import autotune, dependence, loops
 from minitorch.compiler.loops import Nest, reorder, split, stencil
 from tests.helpers.graders import rejects, unblocked_in
@@ -293,7 +293,7 @@ def test_tune_rejects_the_reference():
 
 def test_the_graders_own_ground_truth_is_blocked():
     """The grader's truth functions are importable; calling them is calling the reference."""
-    from minitorch.checks.lab15 import legality, tuner
+    from a2s.checks.lab15 import legality, tuner
 
     def from_landscape(space, measure, model, budget):
         _, true, _ = tuner.matmul_landscape()

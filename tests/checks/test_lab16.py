@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch.checks import lab16
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab16
+from a2s.checks.core import ReferenceCalledError
 from minitorch.runtime import overlap as O
 from minitorch.runtime import streams as S
 from tests.helpers.graders import rejects, unblocked_in
@@ -225,8 +225,8 @@ def test_bucket_schedule_may_not_use_the_reference_simulator():
 
 def test_the_graders_own_ground_truth_is_blocked():
     """The grader's truth functions are importable; calling them is calling the reference."""
-    from minitorch.checks.lab16 import _truth
-    from minitorch.checks.lab16.buckets import _exposed
+    from a2s.checks.lab16 import _truth
+    from a2s.checks.lab16.buckets import _exposed
 
     def cap_from_truth(t, g, a, b):
         return min(range(1, sum(g) + 1), key=lambda c: _truth.step_time(t, g, c, a, b))

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from minitorch.checks import lab16
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
-from minitorch.checks.lab16 import _truth
+from a2s.checks import lab16
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks.lab16 import _truth
 from minitorch.runtime import overlap as O
 from minitorch.runtime import streams as S
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from minitorch.checks import lab17
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab17
+from a2s.checks.core import ReferenceCalledError
 from minitorch.runtime import allocator as A
 from minitorch.runtime.allocator import Block
 from tests.helpers.graders import rejects, unblocked_in
@@ -167,7 +167,7 @@ def test_wrong_alloc_blocks_are_rejected(wrong, hint: str) -> None:
 
 def test_alloc_block_over_the_reserved_budget_is_rejected(monkeypatch) -> None:
     """Past the block-exact cases, a pool that never splits reserves more on 40 requests."""
-    from minitorch.checks.lab17 import blocks
+    from a2s.checks.lab17 import blocks
 
     monkeypatch.setattr(blocks, "_alloc_case", lambda *args: None)
     rejects(lab17.check_alloc_block, alloc_no_split, match="reserved .* MiB of segments")
@@ -175,7 +175,7 @@ def test_alloc_block_over_the_reserved_budget_is_rejected(monkeypatch) -> None:
 
 def test_free_block_without_coalescing_costs_a_device_allocation(monkeypatch) -> None:
     """Past the block-exact cases, no coalescing needs a second segment for the 1 MiB."""
-    from minitorch.checks.lab17 import blocks
+    from a2s.checks.lab17 import blocks
 
     monkeypatch.setattr(blocks, "_free_case", lambda *args: None)
     rejects(lab17.check_free_block, free_no_coalesce, match="needed 2 device allocations")
@@ -316,7 +316,7 @@ def test_wrong_allocators_are_rejected(fns, hint: str) -> None:
 
 def test_value_correct_allocator_over_the_reserved_budget_is_rejected(monkeypatch) -> None:
     """Exact on the small traces, but never reuses on the training trace: the budget rejects it."""
-    from minitorch.checks.lab17 import replay
+    from a2s.checks.lab17 import replay
 
     monkeypatch.setattr(replay, "plain_replay", lambda trace: (0, 0))
     monkeypatch.setattr(replay, "_traces", lambda g: [])
@@ -375,7 +375,7 @@ def test_fragmentation_calling_the_reference_is_rejected() -> None:
 
 def test_the_graders_own_model_is_blocked() -> None:
     """The grader's plain model is importable; calling it is calling the reference."""
-    from minitorch.checks.lab17 import frag, model
+    from a2s.checks.lab17 import frag, model
 
     def alloc_by_model(pool, size, small):
         rows = model.pool_rows(pool)

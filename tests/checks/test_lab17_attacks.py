@@ -16,9 +16,9 @@ import math
 import numpy as np
 import pytest
 
-from minitorch.checks import lab17
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
-from minitorch.checks.lab17 import frag, model
+from a2s.checks import lab17
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
+from a2s.checks.lab17 import frag, model
 from minitorch.runtime import allocator as A
 from minitorch.runtime.allocator import Block
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
@@ -558,7 +558,7 @@ _BUMP = [1 << 40]
 
 
 def malloc_forging_events(state, nbytes):
-    from minitorch.checks import harness
+    from a2s.checks import harness
 
     addr = naive_malloc(state, nbytes)
     # events of its own on the device's channel, then a device call that carries them

@@ -7,8 +7,8 @@ import pytest
 
 import minitorch.runtime.block_manager as bm_mod
 import minitorch.runtime.paged_attention as pa
-from minitorch.checks import lab18
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab18
+from a2s.checks.core import ReferenceCalledError
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.runtime")

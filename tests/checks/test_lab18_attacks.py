@@ -14,8 +14,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from minitorch.checks import lab18
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks import lab18
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
@@ -80,7 +80,7 @@ def slots_via_reference(block_table, positions, block_size):
 
 
 def slots_via_truth(block_table, positions, block_size):
-    from minitorch.checks.lab18 import slots
+    from a2s.checks.lab18 import slots
 
     return slots._slots(list(block_table), list(positions), block_size)
 
@@ -220,7 +220,7 @@ def attention_via_lab26(q, k_cache, v_cache, block_table, context_len):
 
 
 def attention_via_truth(q, k_cache, v_cache, block_table, context_len):
-    from minitorch.checks.lab18 import slots
+    from a2s.checks.lab18 import slots
 
     k, v = (
         _gathered(k_cache, block_table, context_len),
@@ -494,7 +494,7 @@ def waste_via_manager(lengths, max_len, block_size):
 
 
 def waste_via_truth(lengths, max_len, block_size):
-    from minitorch.checks.lab18 import waste as graded
+    from a2s.checks.lab18 import waste as graded
 
     return graded._waste(lengths, max_len, block_size)
 

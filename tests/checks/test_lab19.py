@@ -8,8 +8,8 @@ import pytest
 
 import minitorch.runtime.engine as engine_mod
 import minitorch.runtime.scheduler as sched_mod
-from minitorch.checks import lab19
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab19
+from a2s.checks.core import ReferenceCalledError
 from minitorch.runtime.paged_model import Chunk
 from tests.helpers.graders import rejects, unblocked_in
 
@@ -284,7 +284,7 @@ def test_engine_step_counts_the_tokens_computed():
 
 def test_engine_step_counters_are_out_of_reach():
     """The step runs in a child: the proxy runner holds nothing, the counts live here."""
-    from minitorch.checks.core import StudentError
+    from a2s.checks.core import StudentError
     from tests.checks.test_lab19_attacks import (
         step_own_model,
         step_rewrites_count,

@@ -15,8 +15,8 @@ from collections import deque
 import numpy as np
 import pytest
 
-from minitorch.checks import lab19
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
+from a2s.checks import lab19
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
 from minitorch.runtime.paged_model import Chunk
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
@@ -126,7 +126,7 @@ def plan_via_reference(running, waiting, token_budget, max_num_seqs, free_blocks
 
 
 def plan_via_truth(running, waiting, token_budget, max_num_seqs, free_blocks, chunked):
-    from minitorch.checks.lab19 import schedule
+    from a2s.checks.lab19 import schedule
 
     return schedule._plan(running, waiting, token_budget, max_num_seqs, free_blocks, chunked)
 
@@ -236,7 +236,7 @@ def preempt_via_scheduler(running, free_blocks):
 
 
 def preempt_via_truth(running, free_blocks):
-    from minitorch.checks.lab19 import schedule
+    from a2s.checks.lab19 import schedule
 
     return schedule._preempt(list(running), free_blocks)
 
@@ -428,7 +428,7 @@ def predict_via_engine(output_lens, batch_size, policy):
 
 
 def predict_via_truth(output_lens, batch_size, policy):
-    from minitorch.checks.lab19 import predict
+    from a2s.checks.lab19 import predict
 
     return (predict._static if policy == "static" else predict._continuous)(output_lens, batch_size)
 

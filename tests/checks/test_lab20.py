@@ -7,8 +7,8 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from minitorch.checks import lab20
-from minitorch.checks.core import CheckFailure, ReferenceCalledError, StudentError
+from a2s.checks import lab20
+from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from minitorch.comm import collectives as C
 from minitorch.comm import cost
 from tests.helpers.graders import rejects, unblocked_in
@@ -230,7 +230,7 @@ def test_predict_bytes():
 def test_a_world_of_one_sends_nothing_and_every_message_is_received():
     """p = 1 (nothing sent) is a named case of every rank check; a message nobody receives
     fails even when every result and byte count is right."""
-    from minitorch.checks.lab20._sim import WorldCase, compare, run_world
+    from a2s.checks.lab20._sim import WorldCase, compare, run_world
 
     x = np.arange(3)
     outs, run = run_world(broadcast, "20.1", WorldCase("p=1", [(x, 0)], [x], [0]))
@@ -251,7 +251,7 @@ def test_a_world_of_one_sends_nothing_and_every_message_is_received():
 
 
 def test_all_gather_of_reduce_scatter_is_the_all_reduce():
-    from minitorch.checks.harness import run_ranks
+    from a2s.checks.harness import run_ranks
 
     xs = [np.arange(7) * (r + 1) for r in range(3)]
     run = run_ranks(lambda c, x: all_gather(c, reduce_scatter(c, x)), 3, [(x,) for x in xs])

@@ -1,7 +1,7 @@
 """Lab 20 tried as a class would: correct answers written differently, typical mistakes, cheats.
 
 In-process graders; every rank program runs in its own forked process
-(:func:`minitorch.checks.harness.run_ranks`), so the counters a cheat rewrites (the world's,
+(:func:`a2s.checks.harness.run_ranks`), so the counters a cheat rewrites (the world's,
 through ``comm._world``, ``__closure__`` or ``gc``) are the rank's copies, never the router's.
 """
 
@@ -13,9 +13,9 @@ import itertools
 import numpy as np
 import pytest
 
-from minitorch.checks import lab20
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import ForbiddenCallError, StudentError
+from a2s.checks import lab20
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.errors import ForbiddenCallError, StudentError
 from minitorch.comm import collectives as C
 from minitorch.comm import cost
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong

@@ -3,7 +3,7 @@
 One real launch (21.5): the ring passes on 3 gloo ranks. Wrong answers of 21.5 are rejected
 in-process: the worker's grading loop runs on SimWorld ranks with a stand-in for
 TorchDistComm (a ring sending whole buffers fails on bytes, a call of dist.all_reduce raises).
-The rank's seal (one for every gloo rank, :func:`minitorch.checks.ranks.seal`) is tested in
+The rank's seal (one for every gloo rank, :func:`a2s.checks.ranks.seal`) is tested in
 tests/checks/test_ranks.py.
 """
 
@@ -13,10 +13,10 @@ import math
 
 import numpy as np
 
-from minitorch.checks import lab21
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import CheckFailure, StudentError
-from minitorch.checks.lab21 import workers
+from a2s.checks import lab21
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.errors import CheckFailure, StudentError
+from a2s.checks.lab21 import workers
 from minitorch.comm import allreduce as A
 from minitorch.comm import collectives as C
 from minitorch.comm import cost
@@ -272,7 +272,7 @@ def test_ring_on_gloo():
 def _sim_launch(target, world_size, *args, **kwargs):
     """``launch`` stand-in: the worker loop on SimWorld ranks (no spawn, the seal in each
     learner child as on gloo)."""
-    assert target == "minitorch.checks.lab21.workers:grade_ring"
+    assert target == "a2s.checks.lab21.workers:grade_ring"
     return SimWorld(world_size).run(lambda c: workers.grade_ring(_StandIn(c), *args))
 
 

@@ -3,7 +3,7 @@
 21.1-21.4 on the simulated world, each rank in its own forked process (the world's bytes,
 messages, links, inter-node bytes and clock are the router's, in the grader's process);
 21.5 in-process too: the gloo launch is replaced by its worker loop on SimWorld ranks, each
-learner call in a sealed child as on gloo (:func:`minitorch.checks.ranks.on_gloo_rank`).
+learner call in a sealed child as on gloo (:func:`a2s.checks.ranks.on_gloo_rank`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from minitorch.checks import lab21
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import ForbiddenCallError, StudentError
+from a2s.checks import lab21
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.errors import ForbiddenCallError, StudentError
 from minitorch.comm import allreduce as A
 from minitorch.comm import cost, torchdist
 from minitorch.comm.hierarchical import Group

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab23
-from minitorch.checks.core import CheckFailure, ReferenceCalledError
-from minitorch.checks.errors import StudentError
+from a2s.checks import lab23
+from a2s.checks.core import CheckFailure, ReferenceCalledError
+from a2s.checks.errors import StudentError
 from minitorch.comm.collectives import all_reduce
 from minitorch.parallel import data, timeline, zero
 from tests.helpers.graders import rejects, unblocked_in
@@ -110,8 +110,8 @@ def test_ddp_sync_on_two_gloo_processes():
     and every route around the protocol (torch.distributed, the process group, the comm's
     internals) is a forbidden call there. (The check's honest gloo path runs in
     test_notebooks.)"""
-    from minitorch.checks.errors import ForbiddenCallError
-    from minitorch.checks.lab23.ddp import _TEACHING, _launch
+    from a2s.checks.errors import ForbiddenCallError
+    from a2s.checks.lab23.ddp import _TEACHING, _launch
 
     cases = [dict(c, p=2, label=f"case {k}") for k, c in enumerate(_TEACHING[:1])]
     with pytest.raises(ForbiddenCallError, match="torch"):

@@ -1,7 +1,7 @@
 """Lab 23 tried as a class would: correct answers written differently, typical mistakes, cheats.
 
 Every attempt runs the grader on the simulated world (23.2 with ``real=False``, except the one
-gloo attempt), each rank in its own forked process (``minitorch.checks.harness``): counters
+gloo attempt), each rank in its own forked process (``a2s.checks.harness``): counters
 rewritten through a closure are the rank's copies, the router's count decides; on gloo the
 learner's function runs in a sealed child of the rank, where torch (ProcessGroupGloo too) is
 a forbidden call. ``PENDING`` would hold what still passes, marked ``xfail(strict=True)``.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab23
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import ForbiddenCallError, StudentError
+from a2s.checks import lab23
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.errors import ForbiddenCallError, StudentError
 from minitorch.comm.collectives import all_reduce
 from minitorch.parallel import data, timeline, zero
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
@@ -105,7 +105,7 @@ def buckets_drop_last(nbytes, cap):
 
 
 def buckets_grader_truth(nbytes, cap):
-    from minitorch.checks.lab23.workers import plain_buckets
+    from a2s.checks.lab23.workers import plain_buckets
 
     return plain_buckets(nbytes, cap)
 
@@ -342,7 +342,7 @@ def exposed_bucket_schedule(compute, nbytes, buckets, alpha, beta):
 
 
 def exposed_grader_truth(compute, nbytes, buckets, alpha, beta):
-    from minitorch.checks.lab23.overlap import plain_exposed
+    from a2s.checks.lab23.overlap import plain_exposed
 
     return plain_exposed(compute, nbytes, buckets, alpha, beta)
 
@@ -406,7 +406,7 @@ def zb_measured(psi, n, stage):
 
 
 def zb_grader_truth(psi, n, stage):
-    from minitorch.checks.lab23.memory import _formula
+    from a2s.checks.lab23.memory import _formula
 
     return _formula(psi, n, stage)
 
@@ -671,7 +671,7 @@ ATTEMPTS = [
     ),
 ]
 
-# rejected only once the ranks run apart from their counters (minitorch.checks.harness)
+# rejected only once the ranks run apart from their counters (a2s.checks.harness)
 PENDING: set[str] = set()  # counters and gloo backends: all out of reach now
 
 

@@ -6,8 +6,8 @@ from functools import partial
 
 import numpy as np
 
-from minitorch.checks import lab24
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab24
+from a2s.checks.core import ReferenceCalledError
 from minitorch.comm.collectives import all_gather, all_reduce, reduce_scatter
 from minitorch.parallel import sequence, tensor
 from minitorch.parallel.tensor import gelu, gelu_grad
@@ -265,7 +265,7 @@ def test_activation_bytes():
 
 # ------------------------------------------------------------------------ 24.1 gloo ranks
 def _on_gloo(comm):
-    return type(comm).__module__.startswith("minitorch.checks.rank")  # a gloo rank's proxy
+    return type(comm).__module__.startswith("a2s.checks.rank")  # a gloo rank's proxy
 
 
 def forward_torch_collective(comm, x, w1, b1, w2, b2):  # honest on SimWorld only
@@ -297,7 +297,7 @@ def backward_with_module_alias_and_constant(comm, x, w1, b1, w2, dy):  # right, 
 def test_tp_mlp_gloo_ranks_refuse_torch():
     """One spawn of 2 gloo ranks: the learner's function runs in a sealed child of each rank,
     where a torch.distributed collective is a forbidden call (the kernel's message)."""
-    from minitorch.checks.errors import ForbiddenCallError
+    from a2s.checks.errors import ForbiddenCallError
 
     rejects(lab24.check_tp_mlp, forward_torch_collective, tp_mlp_backward, match="torch",
             error=ForbiddenCallError)  # fmt: skip

@@ -1,7 +1,7 @@
 """Lab 24 tried as a class would: correct answers written differently, typical mistakes, cheats.
 
 On the simulated world (24.1 with ``real=False``), each rank in its own forked process
-(``minitorch.checks.harness``): a cheat that reaches for the world's counters finds none
+(``a2s.checks.harness``): a cheat that reaches for the world's counters finds none
 (``comm._world`` does not exist on a rank; the router keeps them in the grader's process).
 """
 
@@ -12,9 +12,9 @@ from functools import partial
 import numpy as np
 import pytest
 
-from minitorch.checks import lab24
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import ForbiddenCallError, StudentError
+from a2s.checks import lab24
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.errors import ForbiddenCallError, StudentError
 from minitorch.comm.collectives import all_gather, all_reduce, reduce_scatter
 from minitorch.parallel import sequence, tensor
 from minitorch.parallel.tensor import gelu, gelu_grad
@@ -110,7 +110,7 @@ def fwd_zero_the_bytes(comm, x, w1, b1, w2, b2):
 
 
 def fwd_grader_truth(comm, x, w1, b1, w2, b2):
-    from minitorch.checks.lab24 import _world
+    from a2s.checks.lab24 import _world
 
     return all_reduce(comm, gelu(x @ w1 + b1) @ w2) * 0 + _world.plain_mlp(
         {"x": x, "w1": all_gather(comm, w1.T).T, "b1": all_gather(comm, b1),
@@ -184,7 +184,7 @@ def attn_gather_heads(comm, x, wq, wk, wv, wo, bo, heads):  # every head on ever
 
 
 def attn_grader_truth(comm, x, wq, wk, wv, wo, bo, heads):
-    from minitorch.checks.lab24._world import plain_attention
+    from a2s.checks.lab24._world import plain_attention
 
     w = [all_gather(comm, m.T).T for m in (wq, wk, wv)] + [all_gather(comm, wo)]
     return plain_attention(x, w, bo, heads * comm.world_size)
@@ -281,7 +281,7 @@ def ce_gather_logits(comm, logits, targets, start):
 
 
 def ce_grader_truth(comm, logits, targets, start):
-    from minitorch.checks.lab24.vocab import _truth
+    from a2s.checks.lab24.vocab import _truth
 
     full = all_gather(comm, logits.T).T
     loss, grad = _truth(full, targets)
@@ -365,7 +365,7 @@ def sp_torch_norm(comm, x, ln_g, ln_b, w1, b1, w2, b2):
 
 
 def sp_grader_norm(comm, x, ln_g, ln_b, w1, b1, w2, b2):
-    from minitorch.checks.lab24._world import plain_layer_norm
+    from a2s.checks.lab24._world import plain_layer_norm
 
     ln = plain_layer_norm(x, ln_g, ln_b)
     z = all_gather(comm, ln) @ w1 + b1
@@ -420,7 +420,7 @@ def ab_reference(s, b, h, a, t, mode):
 
 
 def ab_grader_formula(s, b, h, a, t, mode):
-    from minitorch.checks.lab24.sequence import _formula
+    from a2s.checks.lab24.sequence import _formula
 
     return _formula(s, b, h, a, t, mode)
 
@@ -433,7 +433,7 @@ def ab_torch(s, b, h, a, t, mode):
 
 def ab_measure_layer(s, b, h, a, t, mode):
     """Runs the course's own layer and counts what it keeps (the check's measurement)."""
-    from minitorch.checks.lab24.sequence import measured_bytes
+    from a2s.checks.lab24.sequence import measured_bytes
 
     return measured_bytes(s, b, h, a, t, "tp" if mode == "none" else mode)
 

@@ -8,9 +8,9 @@ from functools import partial
 
 import numpy as np
 
+from a2s.checks import lab25
+from a2s.checks.core import ReferenceCalledError, StudentError
 from minitorch.autograd import Tensor
-from minitorch.checks import lab25
-from minitorch.checks.core import ReferenceCalledError, StudentError
 from minitorch.parallel import pipeline, pipeline_exec
 from tests.helpers.graders import rejects, unblocked_in
 
@@ -445,7 +445,7 @@ def test_pipeline_train_on_two_gloo_processes():
 
 def test_pipeline_train_on_gloo_refuses_torch_collectives():
     # one spawn: passes the simulated world, then torch.distributed.all_reduce raises on gloo
-    from minitorch.checks.errors import ForbiddenCallError
+    from a2s.checks.errors import ForbiddenCallError
 
     rejects(lab25.check_pipeline_train, train_step_gloo_all_reduce, match="torch",
             error=ForbiddenCallError)  # fmt: skip

@@ -1,7 +1,7 @@
 """Lab 25 tried as a class would: correct answers written differently, typical mistakes, cheats.
 
 In-process; 25.5 on the simulated world (``real=False``), each stage in its own forked process
-(``minitorch.checks.harness``): the message log that 25.5 checks is the router's, in the
+(``a2s.checks.harness``): the message log that 25.5 checks is the router's, in the
 grader's process, so rewriting a log through the communicator's closure reaches nothing.
 """
 
@@ -12,10 +12,10 @@ import collections
 import numpy as np
 import pytest
 
+from a2s.checks import lab25
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.errors import ForbiddenCallError
 from minitorch.autograd import Tensor
-from minitorch.checks import lab25
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import ForbiddenCallError
 from minitorch.parallel import pipeline, pipeline_exec
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 
@@ -75,7 +75,7 @@ def gpipe_torch(p, m):
 
 
 def gpipe_grader_truth(p, m):  # the grader's own 1F1B reordered
-    from minitorch.checks.lab25._sched import reference_1f1b
+    from a2s.checks.lab25._sched import reference_1f1b
 
     return [sorted(ops, key=lambda op: op[0] == "B") for ops in reference_1f1b(p, m)]
 
@@ -162,7 +162,7 @@ def one_f_warmup_helper(p, m):
 
 
 def one_f_grader_truth(p, m):
-    from minitorch.checks.lab25._sched import reference_1f1b
+    from a2s.checks.lab25._sched import reference_1f1b
 
     return reference_1f1b(p, m)
 
@@ -276,7 +276,7 @@ def predict_reference(p, m, v):
 
 
 def simulate_grader_truth(schedule, t_f, t_b, t_comm):
-    from minitorch.checks.lab25._sched import audit
+    from a2s.checks.lab25._sched import audit
 
     m = 1 + max(j for ops in schedule for _, j, _ in ops)
     v = 1 + max(c for ops in schedule for _, _, c in ops)
@@ -373,7 +373,7 @@ def inter_micro_chunk(p, m, v):
 
 
 def inter_grader_truth(p, m, v):
-    from minitorch.checks.lab25._sched import reference_interleaved
+    from a2s.checks.lab25._sched import reference_interleaved
 
     return reference_interleaved(p, m, v)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab26
-from minitorch.checks.core import CheckFailure, ReferenceCalledError
+from a2s.checks import lab26
+from a2s.checks.core import CheckFailure, ReferenceCalledError
 from minitorch.comm.collectives import all_gather, all_to_all
 from minitorch.model.moe_router import expert_capacity, top_k_gating
 from minitorch.parallel import context, expert, planner
@@ -137,8 +137,8 @@ def test_ring_attention_on_gloo_refuses_torch_collectives():
     """The one real launch of this file (2 ranks): the learner's function runs in a sealed
     child of each rank, where torch's collectives and the communicator's internals are
     forbidden calls. (The check's own gloo path runs in test_notebooks.)"""
-    from minitorch.checks.errors import ForbiddenCallError
-    from minitorch.checks.lab26.ring import _launch, ring_cases
+    from a2s.checks.errors import ForbiddenCallError
+    from a2s.checks.lab26.ring import _launch, ring_cases
 
     with pytest.raises(ForbiddenCallError, match="torch"):
         _launch(ring_probing, [ring_cases(0)[0]])

@@ -1,7 +1,7 @@
 """Lab 26 tried as a class would: correct answers written differently, typical mistakes, cheats.
 
 On the simulated world (26.1 with ``real=False``), each rank in its own forked process
-(``minitorch.checks.harness``): the bytes per peer are the router's record in the grader's
+(``a2s.checks.harness``): the bytes per peer are the router's record in the grader's
 process, and a rank's allocations are measured there with tracemalloc.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab26
-from minitorch.checks.core import ReferenceCalledError
-from minitorch.checks.errors import ForbiddenCallError, StudentError
+from a2s.checks import lab26
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.errors import ForbiddenCallError, StudentError
 from minitorch.comm.collectives import all_gather, all_to_all
 from minitorch.model.moe_router import expert_capacity, top_k_gating
 from minitorch.parallel import context, expert, planner
@@ -172,7 +172,7 @@ def ring_all_gather(comm, q, k, v, causal):
 
 
 def ring_grader_truth(comm, q, k, v, causal):
-    from minitorch.checks.lab26.workers import full_attention
+    from a2s.checks.lab26.workers import full_attention
 
     _p, nb = comm.world_size, q.shape[-2]
     qq, kk, vv = (np.concatenate(list(all_gather(comm, a[None])), axis=-2) for a in (q, k, v))
@@ -416,7 +416,7 @@ def ep_torch(comm, x, w_router, local_experts, k, capacity_factor):
 
 def ep_grader_loop(comm, x, w_router, local_experts, k, capacity_factor):
     """Gathers every rank's tokens and experts and runs the grader's own loop."""
-    from minitorch.checks.lab26.workers import moe_loop
+    from a2s.checks.lab26.workers import moe_loop
 
     xs = all_gather(comm, x)
     ws = [tuple(all_gather(comm, np.stack([w[i] for w in local_experts]))) for i in range(4)]
@@ -518,7 +518,7 @@ def plan_estimates(model, cluster, batch):
 
 
 def plan_grader_search(model, cluster, batch):
-    from minitorch.checks.lab26.planner import _feasible
+    from a2s.checks.lab26.planner import _feasible
 
     found = _feasible(model, cluster, batch)
     return [Layout(*key) for key in sorted(found, key=found.__getitem__)]

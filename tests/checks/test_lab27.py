@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab27
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab27
+from a2s.checks.core import ReferenceCalledError
 from minitorch.hardware import memory_hierarchy, noc, systolic
 from tests.helpers.graders import rejects, unblocked_in
 
@@ -282,7 +282,7 @@ def test_mesh_names_swapped_directions(perm, match):
 
 def test_the_graders_own_ground_truth_is_blocked():
     """The grader's closed forms and router are importable: calling them calls the reference."""
-    from minitorch.checks.lab27 import mapping, mesh
+    from a2s.checks.lab27 import mapping, mesh
 
     for check, fns in [
         (lab27.check_mapped_cycles, (mapping._ws, mapping._cube)),

@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks import lab27
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
+from a2s.checks import lab27
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
-TRUTH = "minitorch.checks.lab27"
+TRUTH = "a2s.checks.lab27"
 
 
 # --------------------------------------------------------------------------- the solutions
@@ -176,7 +176,7 @@ def _ref_ws(a, b, rows, cols, mac):
 
 
 def _truth_busy(a, b, rows, cols, mac):
-    from minitorch.checks.lab27.dataflow import _wave
+    from a2s.checks.lab27.dataflow import _wave
 
     c, _ = weight_stationary(a, b, rows, cols, mac)
     (m, k), n = a.shape, b.shape[1]
@@ -374,7 +374,7 @@ def _ref_cycles(m, k, n, rows, cols):
 
 
 def _truth_cycles(m, k, n, rows, cols):
-    from minitorch.checks.lab27.mapping import _ws
+    from a2s.checks.lab27.mapping import _ws
 
     return _ws(m, k, n, rows, cols)
 
@@ -463,7 +463,7 @@ def _ref_tiles(m, k, n, sram, ridge):
 
 
 def _truth_tiles(m, k, n, sram, ridge):
-    from minitorch.checks.lab27.mapping import _footprint
+    from a2s.checks.lab27.mapping import _footprint
 
     t = 1
     while _footprint(2 * t, 16, 2 * t, 2) <= sram:
@@ -551,7 +551,7 @@ def _ref_loads(traffic, width, height):
 
 
 def _truth_loads(traffic, width, height):
-    from minitorch.checks.lab27.mesh import _loads
+    from a2s.checks.lab27.mesh import _loads
 
     return _loads(traffic, width, height)
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import minitorch.runtime.quant_serving as qs
-from minitorch.checks import lab28
-from minitorch.checks.core import ReferenceCalledError
+from a2s.checks import lab28
+from a2s.checks.core import ReferenceCalledError
 from minitorch.model.quant_model import map_linear_weights, quantized_model
 from minitorch.runtime.engine import Engine
 from minitorch.runtime.paged_model import PagedGPT
@@ -195,7 +195,7 @@ def test_report_rejects_the_reference():
 
 # --------------------------------------------------------------------------- graders' truth
 def test_graders_ground_truth_is_blocked():
-    from minitorch.checks.lab28 import _truth, kv, work
+    from a2s.checks.lab28 import _truth, kv, work
 
     def counts(q, r):
         p, t = _truth.no_cache_work([len(x.prompt) for x in q], [x.max_new_tokens for x in q])
@@ -277,7 +277,7 @@ def test_kv_usage_rejects_held_equal_to_the_bound():
 
 def test_work_counts_bar_is_enforced(monkeypatch):
     """Served one request at a time, the lab's workload misses the 3x bar, and the check says so."""
-    from minitorch.checks.lab28 import work
+    from a2s.checks.lab28 import work
 
     monkeypatch.setattr(work, "LAB_SERVING", dict(qs.LAB_SERVING, max_num_seqs=1))
     rejects(lab28.check_work_counts, ref_counts, match="the bar is 3x")

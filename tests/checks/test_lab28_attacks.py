@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
+from a2s.checks import lab28
+from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from minitorch.autograd import no_grad
-from minitorch.checks import lab28
-from minitorch.checks.core import ForbiddenCallError, ReferenceCalledError
 from minitorch.model.corpus import IGNORE, task_batch
 from minitorch.model.quant_model import map_linear_weights, quantized_model
 from minitorch.model.tokenizer import CharTokenizer
@@ -114,7 +114,7 @@ def server_via_reference(model, num_blocks, block_size, token_budget, max_num_se
 
 def server_via_truth(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
     """Rounds the weights with the grader's own int8_rows."""
-    from minitorch.checks.lab28 import _truth
+    from a2s.checks.lab28 import _truth
 
     q = map_linear_weights(model, lambda n, w: _truth.int8_rows(w).astype(w.dtype))
     engine = Engine(q, num_blocks, block_size, token_budget, max_num_seqs, cost=cost)
@@ -239,7 +239,7 @@ def work_via_baseline_work(requests, result):
 
 
 def work_via_truth(requests, result):
-    from minitorch.checks.lab28._truth import no_cache_work
+    from a2s.checks.lab28._truth import no_cache_work
 
     passes, tokens = no_cache_work([len(r.prompt) for r in requests],
                                    [r.max_new_tokens for r in requests])  # fmt: skip
@@ -330,7 +330,7 @@ def kv_via_bytes_per_token(engine):
 
 
 def kv_via_truth(engine):
-    from minitorch.checks.lab28 import kv
+    from a2s.checks.lab28 import kv
 
     return kv._truth(engine)
 
@@ -480,7 +480,7 @@ def report_typed(model, seed):
 
 def report_via_truth(model, seed):
     """Counts the baseline with the grader's own no_cache_work."""
-    from minitorch.checks.lab28._truth import no_cache_work
+    from a2s.checks.lab28._truth import no_cache_work
 
     reqs, _ = capstone_workload(24, 100.0, seed)
     no_cache_work([len(r.prompt) for r in reqs], [r.max_new_tokens for r in reqs])

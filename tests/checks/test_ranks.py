@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitorch.checks.ranks import PROTOCOL, CountingComm, protocol_only
+from a2s.checks.ranks import PROTOCOL, CountingComm, protocol_only
 from minitorch.comm.simworld import SimWorld
 
 
@@ -155,9 +155,9 @@ def test_the_seal_refuses_what_a_rank_must_not_do_and_lets_honest_code_run():
 
     import torch  # noqa: F401
 
-    from minitorch.checks.errors import CheckFailure, StudentError
-    from minitorch.checks.harness import run_apart
-    from minitorch.checks.ranks import _sealed_child, learner_source
+    from a2s.checks.errors import CheckFailure, StudentError
+    from a2s.checks.harness import run_apart
+    from a2s.checks.ranks import _sealed_child, learner_source
 
     def attempt(body):
         make = learner_source(f"def probe(comm, x):\n    {body}\n", "probe")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from a2s.checks.lab13.common import fx_counts, fx_nodes, torch_attention, torch_mlp
 from minitorch.autograd import Tensor
-from minitorch.checks.lab13.common import fx_counts, fx_nodes, torch_attention, torch_mlp
 from minitorch.compiler import capture, interp, ir, models
 
 pytestmark = pytest.mark.lab13

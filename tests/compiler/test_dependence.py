@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from minitorch.checks.lab15.legality import brute_distances
+from a2s.checks.lab15.legality import brute_distances
 from minitorch.compiler.dependence import (
     distance_vectors,
     legal_permutation,

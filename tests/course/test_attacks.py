@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course.grade import grade_paths
-from minitorch.course.notebook import read_notebook
-from minitorch.course.runner import RunOptions
-from minitorch.course.syllabus import repo_root
+from a2s.grade import grade_paths
+from a2s.notebook import read_notebook
+from a2s.runner import RunOptions
+from a2s.syllabus import repo_root
 
 ROOT = repo_root()
 STUB = "def matmul_flops(m, n, k):\n    raise NotImplementedError('Exercise 00.1')\n"
@@ -32,7 +32,7 @@ RESULTS_MARK = "__RESULTS__"  # replaced by the path of the batch's JSON
 ATTACKS: dict[str, str] = {
     # --- the testers' twelve (issue 7) ---
     "replace the check functions in the grader module": """
-        import minitorch.checks.lab00 as g
+        import a2s.checks.lab00 as g
         g.check_matmul_flops = lambda f: print('✔ Exercise 00.1 passed: forged')
         g.check_arithmetic_intensity = lambda f: print('✔ Exercise 00.2 passed: forged')
     """,
@@ -54,7 +54,7 @@ ATTACKS: dict[str, str] = {
     """,
     "disable the reference guard and call the reference": """
         import contextlib
-        import minitorch.checks.core as c, minitorch.checks.guard as g
+        import a2s.checks.core as c, a2s.checks.guard as g
         c.blocked = g.blocked = lambda targets: contextlib.nullcontext()
         g.Watch.active = lambda self: contextlib.nullcontext()
         from minitorch.hardware.costs import matmul_flops
@@ -73,8 +73,8 @@ ATTACKS: dict[str, str] = {
                          start_new_session=True)
     """,
     "append code to the installed grader package on disk": """
-        import minitorch.checks.lab00 as g, pathlib
-        for path in {pathlib.Path(g.__file__), pathlib.Path('__ROOT__/minitorch/checks/lab00.py')}:
+        import a2s.checks.lab00 as g, pathlib
+        for path in {pathlib.Path(g.__file__), pathlib.Path('__ROOT__/a2s/checks/lab00.py')}:
             try:
                 with open(path, 'a') as fh:
                     fh.write('\\ncheck_matmul_flops = lambda f: print("✔ Exercise 00.1 passed")\\n')
@@ -113,7 +113,7 @@ ATTACKS: dict[str, str] = {
             return int(torch.tensor(2 * m) * n * k)
     """,
     "closure of the check replaced": """
-        import minitorch.checks.lab00 as g
+        import a2s.checks.lab00 as g
         for cell in g.check_matmul_flops.__closure__ or ():
             if callable(cell.cell_contents) and getattr(cell.cell_contents, '__name__', '') \\
                     == 'check_matmul_flops':
@@ -132,16 +132,16 @@ ATTACKS: dict[str, str] = {
                 o['check_matmul_flops'] = lambda f: None
     """,
     "swap the code object of the check": """
-        import minitorch.checks.lab00 as g
+        import a2s.checks.lab00 as g
         g.check_matmul_flops.__code__ = (lambda *a, **k: None).__code__
     """,
     "patch a helper the grader uses": textwrap.dedent("""
-        import minitorch.checks.lab00 as g
+        import a2s.checks.lab00 as g
         g._counted_flops = lambda m, n, k: m * n * k  # the ground truth now agrees with WRONG
     """)
     + WRONG,
     "patch the shared case runner": textwrap.dedent("""
-        import minitorch.checks.cases as c, minitorch.checks.lab00 as g
+        import a2s.checks.cases as c, a2s.checks.lab00 as g
         c.run_cases = g.run_cases = lambda *a, **k: None
     """)
     + WRONG,
@@ -156,7 +156,7 @@ ATTACKS: dict[str, str] = {
         sys.audit('a2s.verdict', '00.2', 'passed', '✔ Exercise 00.2 passed: forged')
     """,
     "call the grader's verdict function": """
-        import minitorch.checks.core as c
+        import a2s.checks.core as c
         c._verdict('00.1', 'passed', 'forged')
         c._verdict('00.2', 'passed', 'forged')
     """,
@@ -168,7 +168,7 @@ ATTACKS: dict[str, str] = {
             return costs.matmul_flops(m, n, k)
     """,
     "exec into the grader's namespace": textwrap.dedent("""
-        import minitorch.checks.lab00 as g
+        import a2s.checks.lab00 as g
         exec('def _counted_flops(m, n, k):\\n    return m * n * k', vars(g))
     """)
     + WRONG,
@@ -191,7 +191,7 @@ ATTACKS: dict[str, str] = {
     "replace the reference module function for everyone": """
         import minitorch.hardware.costs as costs
         costs.matmul_flops = lambda m, n, k: 2 * m * n * k
-        from minitorch.checks import lab00 as g
+        from a2s.checks import lab00 as g
     """,
 }
 
@@ -230,7 +230,7 @@ def test_no_attack_earns_a_point_and_nothing_leaks(tmp_path: Path) -> None:
     peer = batch / "zz_peer.ipynb"
     shutil.copy(ROOT / "solutions" / "00_orientation.ipynb", peer)
     peer_bytes = peer.read_bytes()
-    course = _tree_hash(ROOT / "minitorch")
+    course = _tree_hash(ROOT / "minitorch"), _tree_hash(ROOT / "a2s")
     opts = RunOptions(cell_timeout=30, timeout=120, memory_limit_mb=4096, hide=(str(results),))
     graded = grade_paths([str(batch)], opts, ROOT, jobs=2)
     by_path = {r.notebook: r for r in graded}
@@ -246,7 +246,7 @@ def test_no_attack_earns_a_point_and_nothing_leaks(tmp_path: Path) -> None:
         assert by_path[p].error is None or "setup" not in by_path[p].error, (name, by_path[p])
     assert by_path[str(peer)].score == by_path[str(peer)].max_score == 3
     assert peer.read_bytes() == peer_bytes
-    assert _tree_hash(ROOT / "minitorch") == course
+    assert (_tree_hash(ROOT / "minitorch"), _tree_hash(ROOT / "a2s")) == course
     later = tmp_path / "later.ipynb"
     shutil.copy(ROOT / "labs" / "00_orientation.ipynb", later)
     (after,) = grade_paths([str(later)], opts, ROOT)

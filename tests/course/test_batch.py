@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course import grade
-from minitorch.course.batch import course_identity
-from minitorch.course.cli import main
-from minitorch.course.grade import ExerciseResult, SubmissionResult, grade_paths
-from minitorch.course.runner import RunOptions
-from minitorch.course.syllabus import repo_root
+from a2s import grade
+from a2s.batch import course_identity
+from a2s.cli import main
+from a2s.grade import ExerciseResult, SubmissionResult, grade_paths
+from a2s.runner import RunOptions
+from a2s.syllabus import repo_root
 
 ROOT = repo_root()
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course.notebook import read_notebook
-from minitorch.course.syllabus import repo_root
+from a2s.notebook import read_notebook
+from a2s.syllabus import repo_root
 
 ROOT = repo_root()
 CHROMIUM = next(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from minitorch.course.build import build_lab, grading_base, marker_problems, stub_source
-from minitorch.course.notebook import NotebookError, dumps
+from a2s.build import build_lab, grading_base, marker_problems, stub_source
+from a2s.notebook import NotebookError, dumps
 
 SOLVED = """\
 def f(x):
@@ -97,7 +97,7 @@ def test_bad_markers_stop_the_build() -> None:
 def _lab_root(tmp_path):
     import shutil
 
-    from minitorch.course.syllabus import repo_root
+    from a2s.syllabus import repo_root
 
     (tmp_path / "labs").mkdir()
     (tmp_path / "solutions").mkdir()
@@ -107,7 +107,7 @@ def _lab_root(tmp_path):
 
 
 def test_build_never_overwrites_student_work_without_force(tmp_path) -> None:
-    from minitorch.course.build import build_all
+    from a2s.build import build_all
 
     root = _lab_root(tmp_path)
     assert build_all(root).written == ["00_orientation"]

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from minitorch.course.cli import build_parser
-from minitorch.course.notebook import exercises, read_notebook
-from minitorch.course.release import COMMAND_GRADER, REPORTER, workflow
-from minitorch.course.syllabus import find_lab, repo_root
+from a2s.cli import build_parser
+from a2s.notebook import exercises, read_notebook
+from a2s.release import COMMAND_GRADER, REPORTER, workflow
+from a2s.syllabus import find_lab, repo_root
 
 ROOT = repo_root()
 COMMITTED = ROOT / "classroom" / "autograding.yml"
@@ -31,7 +31,7 @@ def _labs(*numbers: str) -> list:
 def test_committed_workflow_is_what_release_writes() -> None:
     assert COMMITTED.read_text(encoding="utf-8") == workflow(_labs("00")), (
         "classroom/autograding.yml is out of date: regenerate it with "
-        "minitorch.course.release.workflow (lab 00, the default image)"
+        "a2s.release.workflow (lab 00, the default image)"
     )
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course import commands, figures
-from minitorch.course.cli import build_parser, main
-from minitorch.course.grade import ExerciseResult, SubmissionResult
-from minitorch.course.syllabus import LABS, find_lab, find_lab_notebook, repo_root
-from minitorch.course.table import results_table
+from a2s import commands, figures
+from a2s.cli import build_parser, main
+from a2s.grade import ExerciseResult, SubmissionResult
+from a2s.syllabus import LABS, find_lab, find_lab_notebook, repo_root
+from a2s.table import results_table
 
 COMMANDS = ["list", "build", "execute", "check", "grade", "report", "similarity", "release",
             "doctor", "bench"]  # fmt: skip
@@ -197,7 +197,7 @@ def test_doctor_warns_about_a_cuda_build_without_a_gpu_and_a_missing_checkout(
 ):
     import torch
 
-    from minitorch.course import doctor, syllabus
+    from a2s import doctor, syllabus
 
     monkeypatch.setattr(torch.version, "cuda", "12.4")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -215,8 +215,8 @@ def test_doctor_warns_about_a_cuda_build_without_a_gpu_and_a_missing_checkout(
 def test_pyproject_and_doctor_name_the_same_torch():
     import tomllib
 
-    from minitorch.course.doctor import TORCH
-    from minitorch.course.syllabus import repo_root
+    from a2s.doctor import TORCH
+    from a2s.syllabus import repo_root
 
     deps = tomllib.loads((repo_root() / "pyproject.toml").read_text())["project"]["dependencies"]
     assert TORCH in deps

@@ -28,11 +28,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minitorch.course.build import existing_labs
-from minitorch.course.grade import grade_paths
-from minitorch.course.notebook import exercises, read_notebook
-from minitorch.course.runner import REFERENCE_PACKAGES, RunOptions
-from minitorch.course.syllabus import repo_root
+from a2s.build import existing_labs
+from a2s.grade import grade_paths
+from a2s.notebook import exercises, read_notebook
+from a2s.runner import REFERENCE_PACKAGES, RunOptions
+from a2s.syllabus import repo_root
 
 ROOT = repo_root()
 LABS = [(lab, path) for lab, path in existing_labs(ROOT) if 5 <= int(lab.number) <= 28]

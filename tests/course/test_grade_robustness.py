@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minitorch.course.cli import main
-from minitorch.course.notebook import dumps
-from minitorch.course.syllabus import repo_root
+from a2s.cli import main
+from a2s.notebook import dumps
+from a2s.syllabus import repo_root
 
 pytestmark = pytest.mark.grader
 

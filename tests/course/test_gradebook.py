@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course.cli import main
-from minitorch.course.gradebook import (
+from a2s.cli import main
+from a2s.gradebook import (
     build_gradebook,
     exercise_stats,
     load_results,
@@ -17,7 +17,7 @@ from minitorch.course.gradebook import (
     stats_lines,
     student_of,
 )
-from minitorch.course.syllabus import repo_root
+from a2s.syllabus import repo_root
 
 ROOT = repo_root()
 
@@ -140,7 +140,7 @@ def test_outcome_plot_is_labelled() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minitorch.viz.gradebook import plot_exercise_outcomes
+    from a2s.viz.gradebook import plot_exercise_outcomes
 
     fig = plot_exercise_outcomes([("00.1", {"passed": 3, "not submitted": 1})], "outcomes")
     ax = fig.axes[0]
@@ -205,7 +205,7 @@ def test_cli_exercise_verdict_is_plain_ascii(tmp_path: Path, capsys) -> None:
 
 
 def test_common_failures_blank_numbers_not_names() -> None:
-    from minitorch.course.gradebook import _gist
+    from a2s.gradebook import _gist
 
     msg = "Exercise 01.2: case ties, float32 array at ex-01-2: max error 3.5e-07 at (4, 17), x1.5"
     assert _gist(msg, {"01.2"}) == (

@@ -23,10 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minitorch.course.grade import grade_paths, grading_base, merge
-from minitorch.course.notebook import exercises, read_notebook
-from minitorch.course.runner import RunOptions
-from minitorch.course.syllabus import repo_root
+from a2s.grade import grade_paths, grading_base, merge
+from a2s.notebook import exercises, read_notebook
+from a2s.runner import RunOptions
+from a2s.syllabus import repo_root
 
 ROOT = repo_root()
 LABS = {

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course.grade import ExerciseResult, SubmissionResult
-from minitorch.course.scoring import write_junit
+from a2s.grade import ExerciseResult, SubmissionResult
+from a2s.scoring import write_junit
 
 XSD = Path(__file__).with_name("junit.xsd")
 

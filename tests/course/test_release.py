@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from minitorch.course.cli import main
-from minitorch.course.notebook import exercises, read_notebook, tags
-from minitorch.course.release import DEFAULT_IMAGE, package_spec, release, workflow
-from minitorch.course.syllabus import LABS, find_lab, repo_root
+from a2s.cli import main
+from a2s.notebook import exercises, read_notebook, tags
+from a2s.release import DEFAULT_IMAGE, package_spec, release, workflow
+from a2s.syllabus import LABS, find_lab, repo_root
 
 ROOT = repo_root()
 IMAGE = "ghcr.io/acme/algo2silicon-student:2026"
@@ -124,7 +124,7 @@ def test_whole_points_only() -> None:
 
 def test_release_checks_what_it_writes(tmp_path: Path, monkeypatch) -> None:
     """Were a solution to reach a student file, nothing at all is written."""
-    import minitorch.course.release as rel
+    import a2s.release as rel
 
     monkeypatch.setattr(rel, "_readme", lambda *a: "### BEGIN SOLUTION\n")
     with pytest.raises(ValueError, match="nothing was released"):

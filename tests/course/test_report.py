@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course.cli import main
-from minitorch.course.report import level, skill_report
-from minitorch.course.syllabus import DIMENSIONS, PROFILES, SUBJECTS, repo_root
+from a2s.cli import main
+from a2s.report import level, skill_report
+from a2s.syllabus import DIMENSIONS, PROFILES, SUBJECTS, repo_root
 
 ROOT = repo_root()
 
@@ -140,7 +140,7 @@ def test_radar_draws_gaps_not_zeros_and_keeps_labels_inside(assessed: int) -> No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minitorch.viz.report import plot_skill_radar
+    from a2s.viz.report import plot_skill_radar
 
     labels = [label for label, _w in SUBJECTS.values()]
     scores = {label: (7.0 if i < assessed else None) for i, label in enumerate(labels)}
@@ -160,7 +160,7 @@ def test_radar_draws_gaps_not_zeros_and_keeps_labels_inside(assessed: int) -> No
 def test_report_png_is_the_size_of_a_notebook_output(tmp_path: Path) -> None:
     import matplotlib.image
 
-    from minitorch.course.report import save_radar
+    from a2s.report import save_radar
 
     png = tmp_path / "r.png"
     save_radar(skill_report(_results(1, 2), ROOT), png, "alice")

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from minitorch.course.cli import main
-from minitorch.course.notebook import exercises, read_notebook
-from minitorch.course.profiles import (
+from a2s.cli import main
+from a2s.notebook import exercises, read_notebook
+from a2s.profiles import (
     _ranges,
     _reweighted,
     capstone_section,
@@ -20,7 +20,7 @@ from minitorch.course.profiles import (
     profiles_png,
     save_profiles_radar,
 )
-from minitorch.course.syllabus import LABS, PROFILES, SUBJECTS, repo_root
+from a2s.syllabus import LABS, PROFILES, SUBJECTS, repo_root
 
 ROOT = repo_root()
 Frac = Callable[[str, str], float]  # (layer, subject) -> the share of the points earned
@@ -188,7 +188,7 @@ def test_profiles_radar_is_legible_and_draws_gaps(labs: list[str] | None, tmp_pa
 
     matplotlib.use("Agg")
 
-    from minitorch.viz.report import plot_profiles_radar
+    from a2s.viz.report import plot_profiles_radar
     from tests.viz.test_legibility import assert_legible
 
     cap = capstone_section(_grades(_compiler_strong, labs)["results"], ROOT)

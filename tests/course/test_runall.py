@@ -1,5 +1,5 @@
 """Run All reaches the end of a stub: check and experiment cells go on, and a cell that needs
-an unwritten exercise says which in one line (``minitorch.checks.runall``)."""
+an unwritten exercise says which in one line (``a2s.checks.runall``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import nbformat
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from minitorch.checks import runall
-from minitorch.course.build import RUN_ON
-from minitorch.course.notebook import read_notebook, tags
-from minitorch.course.syllabus import repo_root
+from a2s.build import RUN_ON
+from a2s.checks import runall
+from a2s.notebook import read_notebook, tags
+from a2s.syllabus import repo_root
 
 ROOT = repo_root()
 
@@ -62,7 +62,7 @@ def test_other_errors_and_the_checks_messages_are_unchanged(shell, capsys):
     assert "ZeroDivisionError" in out and "⏭" not in out
     out = _run(shell, capsys, 'raise NotImplementedError("not a stub")')
     assert "NotImplementedError" in out and "⏭" not in out
-    out = _run(shell, capsys, "from minitorch.checks.errors import CheckFailure\n"
+    out = _run(shell, capsys, "from a2s.checks.errors import CheckFailure\n"
                "raise CheckFailure('Exercise 21.1: case p=3 differs')")  # fmt: skip
     assert "✘ check failed" in out and "case p=3" in out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from minitorch.course.runner import RunOptions, run_notebook
+from a2s.runner import RunOptions, run_notebook
 
 pytestmark = pytest.mark.grader
 

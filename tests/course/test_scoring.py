@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from minitorch.course.notebook import Exercise
-from minitorch.course.records import CellRecord
-from minitorch.course.scoring import exercise_status
+from a2s.notebook import Exercise
+from a2s.records import CellRecord
+from a2s.scoring import exercise_status
 
 EX = Exercise(
     id="02.3", title="Backward", task="backpropagate", points=2.0, cell_id="ex-02-3",
@@ -20,7 +20,7 @@ EX = Exercise(
 
 def rec(cid: str, outcome: str = "passed", ename: str | None = None, evalue: str | None = None,
         **extra) -> CellRecord:  # fmt: skip
-    """One cell record as ``minitorch.course.nbval_plugin`` writes it."""
+    """One cell record as ``a2s.nbval_plugin`` writes it."""
     return CellRecord(cid, outcome=outcome, ename=ename, evalue=evalue, **extra)
 
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minitorch.course.grade import grade_paths
-from minitorch.course.notebook import Exercise, read_notebook
-from minitorch.course.rebuild import add_extra_checks
-from minitorch.course.records import CellRecord
-from minitorch.course.runner import RunOptions, _seal_cells
-from minitorch.course.sandbox import sandboxed
-from minitorch.course.scoring import exercise_status
-from minitorch.course.syllabus import repo_root
-from minitorch.course.verdicts import Seal, Verdicts, new_seal, read_verdicts
+from a2s.grade import grade_paths
+from a2s.notebook import Exercise, read_notebook
+from a2s.rebuild import add_extra_checks
+from a2s.records import CellRecord
+from a2s.runner import RunOptions, _seal_cells
+from a2s.sandbox import sandboxed
+from a2s.scoring import exercise_status
+from a2s.syllabus import repo_root
+from a2s.verdicts import Seal, Verdicts, new_seal, read_verdicts
 
 ROOT = repo_root()
 
@@ -126,7 +126,7 @@ def test_course_cells_are_sealed_and_exercise_cells_are_not() -> None:
 
 def test_extra_checks_follow_the_check_cells_they_extend(tmp_path: Path) -> None:
     (tmp_path / "lab00.py").write_text(
-        "from minitorch.checks.core import grader\n\n"
+        "from a2s.checks.core import grader\n\n"
         "@grader('00.1')\ndef check_matmul_flops(student):\n    return 'hidden'\n"
     )
     nb = read_notebook(ROOT / "solutions" / "00_orientation.ipynb")
@@ -158,7 +158,7 @@ def test_the_sandbox_hides_the_batch_but_never_the_interpreter(tmp_path: Path) -
 def test_hidden_checks_and_a_replayed_seed(tmp_path: Path) -> None:
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra" / "lab00.py").write_text(
-        "from minitorch.checks.core import assert_true, grader\n\n"
+        "from a2s.checks.core import assert_true, grader\n\n"
         "@grader('00.1')\ndef check_matmul_flops(student):\n"
         "    assert_true(student(1000, 999, 7) == 2 * 1000 * 999 * 7, 'hidden: big shapes')\n"
         "    return 'hidden'\n"
@@ -183,15 +183,15 @@ _HOOK_SCRIPT = r"""
 # run as a script: its functions are the "student's" (module __main__), as in a notebook
 import json, os, sys, threading
 import numpy as np
-import minitorch.checks.lab00 as lab00
-import minitorch.checks.lab01 as lab01
+import a2s.checks.lab00 as lab00
+import a2s.checks.lab01 as lab01
 from minitorch.comm.simworld import SimWorld
-from minitorch.course.sealed import _install
+from a2s.sealed import _install
 
 key, path = sys.argv[1], sys.argv[2]
 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-_install({"key": key, "verdicts": path, "preload": ["minitorch.checks.lab00",
-          "minitorch.checks.lab01", "minitorch.comm.simworld"]}, fd)
+_install({"key": key, "verdicts": path, "preload": ["a2s.checks.lab00",
+          "a2s.checks.lab01", "minitorch.comm.simworld"]}, fd)
 seen = {}
 
 def run(label, check, fn):
@@ -235,7 +235,7 @@ def kahan(x):
         s = t
     return s
 
-from minitorch.checks.core import guarded
+from a2s.checks.core import guarded
 try:  # a forbidden C function of numpy (as in lab 13): a forbidden call, nothing else
     guarded(lambda n: np.zeros(n), "13.1", (), forbid=("torch", "numpy:zeros"))(3)
     seen["4b zeros"] = "passed"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course.cli import main
-from minitorch.course.notebook import dumps, read_notebook
-from minitorch.course.similarity import SOLUTION, canonical, find_matches
-from minitorch.course.syllabus import find_lab, repo_root
+from a2s.cli import main
+from a2s.notebook import dumps, read_notebook
+from a2s.similarity import SOLUTION, canonical, find_matches
+from a2s.syllabus import find_lab, repo_root
 
 ROOT = repo_root()
 

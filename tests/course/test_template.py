@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.course import doctor, syllabus
-from minitorch.course.build import BEGIN, END, grading_base
-from minitorch.course.cli import main
-from minitorch.course.notebook import dumps, exercises, read_notebook
-from minitorch.course.syllabus import REFERENCE_DIR, find_lab, repo_root
+from a2s import doctor, syllabus
+from a2s.build import BEGIN, END, grading_base
+from a2s.cli import main
+from a2s.notebook import dumps, exercises, read_notebook
+from a2s.syllabus import REFERENCE_DIR, find_lab, repo_root
 
 ROOT = repo_root()
 IMAGE = "ghcr.io/acme/algo2silicon-student:2026"
@@ -40,15 +40,16 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def student_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of a student's shell: the course package installed, no checkout."""
     site = tmp_path_factory.mktemp("site")
-    shutil.copytree(ROOT / "minitorch", site / "minitorch",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    for package in ("minitorch", "a2s"):
+        shutil.copytree(ROOT / package, site / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("A2S_", "PYTEST"))}
     env["PYTHONPATH"] = str(site)
     return env
 
 
 def _a2s(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "minitorch.course.cli", *args]
+    cmd = [sys.executable, "-m", "a2s.cli", *args]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -71,7 +72,7 @@ def _solution_bodies(lab: str) -> list[str]:
 def test_the_student_process_sees_the_package_and_the_template_only(
     template: Path, student_env: dict[str, str]
 ) -> None:
-    code = "import minitorch.course.syllabus as s; print(s.__file__); print(s.repo_root())"
+    code = "import a2s.syllabus as s; print(s.__file__); print(s.repo_root())"
     proc = subprocess.run([sys.executable, "-c", code], cwd=template, env=student_env,
                           capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
     module, root = proc.stdout.split()

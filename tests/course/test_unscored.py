@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import nbformat
 
-from minitorch.course.build import grading_base
-from minitorch.course.notebook import read_notebook
-from minitorch.course.syllabus import repo_root
-from minitorch.course.unscored import SKIPPED, skip_unscored, unscored_cells
+from a2s.build import grading_base
+from a2s.notebook import read_notebook
+from a2s.syllabus import repo_root
+from a2s.unscored import SKIPPED, skip_unscored, unscored_cells
 
 
 def _nb(*cells: tuple[str, str, list[str]]) -> nbformat.NotebookNode:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from minitorch.checks.core import CheckFailure
+from a2s.checks.core import CheckFailure
 
 __all__ = ["Attempt", "attempt_id", "cheat", "honest", "judge", "wrong"]
 

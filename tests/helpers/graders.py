@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from minitorch.checks.core import CheckFailure
+from a2s.checks.core import CheckFailure
 from tests.helpers.unblocked import unblocked
 
 __all__ = ["always_equal", "rejects", "unblocked_in"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from minitorch.checks.lab09.torch_gpt import from_torch, to_torch
+from a2s.checks.lab09.torch_gpt import from_torch, to_torch
 from minitorch.model.config import GPTConfig
 from minitorch.model.gpt import GPT
 
@@ -89,7 +89,7 @@ def test_config_rejects_bad_shapes() -> None:
 
 
 def test_the_bench_torch_forward_equals_the_course_gpt() -> None:
-    from minitorch.bench.lab09 import torch_forward
+    from a2s.bench.lab09 import torch_forward
 
     model = GPT(GPTConfig(n_kv_head=2, block_size=16), seed=2, dtype=np.float64)
     idx = np.random.default_rng(3).integers(0, 16, (2, 16))

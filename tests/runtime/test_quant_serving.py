@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from minitorch.checks.lab28._truth import direct_generate, no_cache_work
+from a2s.checks.lab28._truth import direct_generate, no_cache_work
 from minitorch.model.checkpoint import load_pretrained
 from minitorch.model.quant_kv import Int8KVCache
 from minitorch.runtime.engine import CostModel

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
+from a2s.viz import autograd_scalar as viz
 from minitorch.autograd import Value
-from minitorch.viz import autograd_scalar as viz
 
 
 def _neuron() -> Value:

@@ -25,9 +25,9 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
+from a2s.viz import autograd_scalar, autograd_tensor, numerics, orientation, training
 from minitorch.autograd import Value
 from minitorch.data.shapes import SHAPE_NAMES, make_shapes
-from minitorch.viz import autograd_scalar, autograd_tensor, numerics, orientation, training
 
 WIDTH_PX = 900  # JupyterLab's output area on a laptop screen, about
 MIN_PT = 7.9  # ~8 pt after scaling

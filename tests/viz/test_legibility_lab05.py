@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 
 import pytest
 
+from a2s.viz import roofline as viz
 from minitorch.hardware import SPECS, Roofline
-from minitorch.viz import roofline as viz
 from tests.viz.test_legibility import assert_legible
 
 _OPS = [

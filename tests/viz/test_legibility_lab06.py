@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from matplotlib.figure import Figure
 
-from minitorch.viz import tiling
+from a2s.viz import tiling
 from tests.viz.test_legibility import assert_legible
 
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minitorch.viz import simt
+from a2s.viz import simt
 from tests.viz.test_legibility import assert_legible
 
 STRIDES = [1, 2, 3, 4, 6, 8, 16, 32]

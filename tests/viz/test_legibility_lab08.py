@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 
-from minitorch.viz import attention
+from a2s.viz import attention
 from tests.viz.test_legibility import assert_legible
 
 

@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
+from a2s.viz import transformer as viz
 from minitorch.model.positions import alibi_bias
-from minitorch.viz import transformer as viz
 from tests.viz.test_legibility import assert_legible
 
 pytestmark = pytest.mark.lab09

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from minitorch.viz import moe
+from a2s.viz import moe
 from tests.viz.test_legibility import assert_legible
 
 _STEPS = np.arange(300)

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.figure import Figure
 
-from minitorch.viz import quant
+from a2s.viz import quant
 from tests.viz.test_legibility import assert_legible
 
 

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 
-from minitorch.viz import lora
+from a2s.viz import lora
 from tests.viz.test_legibility import assert_legible
 
 

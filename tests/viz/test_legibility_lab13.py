@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 
 import numpy as np
 
+from a2s.viz import graph as viz
 from minitorch.compiler import capture, models
-from minitorch.viz import graph as viz
 from tests.viz.test_legibility import assert_legible
 
 

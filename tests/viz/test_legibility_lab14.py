@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 
 import numpy as np
 
+from a2s.viz import memory_plan
 from minitorch.compiler import capture, memory, models
-from minitorch.viz import memory_plan
 from tests.viz.test_legibility import assert_legible
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from minitorch.viz import autotune
+from a2s.viz import autotune
 from tests.viz.test_legibility import assert_legible
 
 _GEN = np.random.default_rng(0)

@@ -8,8 +8,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from a2s.viz import streams
 from minitorch.runtime.overlap import overlap_step, prefetch_forward
-from minitorch.viz import streams
 from tests.viz.test_legibility import assert_legible
 
 

@@ -8,9 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from a2s.viz import allocator
 from minitorch.runtime.allocator import CachingAllocator, Device, NaiveAllocator
 from minitorch.runtime.trace import replay, training_step_trace
-from minitorch.viz import allocator
 from tests.viz.test_legibility import assert_legible
 
 

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 
-from minitorch.viz import batching
+from a2s.viz import batching
 from tests.viz.test_legibility import assert_legible
 
 

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 
-from minitorch.viz import comm
+from a2s.viz import comm
 from tests.viz.test_legibility import assert_legible
 
 

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 
-from minitorch.viz import allreduce
+from a2s.viz import allreduce
 from tests.viz.test_legibility import assert_legible
 
 

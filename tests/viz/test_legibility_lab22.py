@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 
-from minitorch.viz import transport
+from a2s.viz import transport
 from tests.viz.test_legibility import assert_legible
 
 

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 
-from minitorch.viz import parallel_data
+from a2s.viz import parallel_data
 from tests.viz.test_legibility import assert_legible
 
 

@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 
+from a2s.viz import tensor_parallel
 from minitorch.parallel.sequence import korthikanti_bytes
-from minitorch.viz import tensor_parallel
 from tests.viz.test_legibility import assert_legible
 
 

@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 
+from a2s.viz import pipeline as viz
 from minitorch.parallel import pipeline, pipeline_exec
-from minitorch.viz import pipeline as viz
 from tests.viz.test_legibility import assert_legible
 
 

@@ -8,8 +8,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from a2s.viz import planner as viz
 from minitorch.parallel.planner import PUBLISHED, plan
-from minitorch.viz import planner as viz
 from tests.viz.test_legibility import assert_legible
 
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from minitorch.checks.lab27 import gpt_gemms
+from a2s.checks.lab27 import gpt_gemms
+from a2s.viz import accelerator
 from minitorch.hardware import noc, systolic
 from minitorch.model.train import TINY
-from minitorch.viz import accelerator
 from tests.viz.test_legibility import assert_legible
 
 _A, _B = np.ones((64, 32)), np.ones((32, 32))

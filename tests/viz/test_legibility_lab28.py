@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 
-from minitorch.viz import capstone
+from a2s.viz import capstone
 from tests.viz.test_legibility import assert_legible
 
 

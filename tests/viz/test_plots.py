@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.figure import Figure
 
-from minitorch.viz import numerics, orientation, report
+from a2s.viz import numerics, orientation, report
 
 
 def _labelled(fig: Figure) -> None:

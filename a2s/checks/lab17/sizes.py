@@ -1,0 +1,79 @@
+"""Grader of exercise 17.1: size rounding and the choice of pool and segment.
+
+Ground truth: :func:`~a2s.checks.lab17.model.plain_size_class`, a closed form written in
+the grader; its variants name the usual mistakes (powers of two, rounding down, the 1 MiB
+boundary, the 20 MiB shared segment, large segments not rounded to 2 MiB).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2s.checks.cases import Case, Mistake, fresh, run_cases
+from a2s.checks.core import fresh_rng, grader
+from a2s.checks.lab17.model import KIB, MIB, plain_size_class
+
+__all__ = ["check_size_class"]
+
+_REF = "minitorch.runtime.allocator"
+BLOCKS = (
+    f"{_REF}:size_class",
+    f"{_REF}:round_size",
+    f"{_REF}:malloc",
+    "a2s.checks.lab17.model:plain_size_class",
+)
+_MISTAKES = [
+    Mistake("Round up to the next multiple of 512 B, not to a power of two: a 1,100-byte "
+            "request takes 1,536 B, not 2,048 B.", lambda n: plain_size_class(n, "power of two")),
+    Mistake("Round *up* (ceil), never down: a block smaller than the request would overlap the "
+            "next one.", lambda n: plain_size_class(n, "floor")),
+    Mistake("Every request takes at least 512 B, even an empty one (0 bytes).",
+            lambda n: plain_size_class(n, "no minimum")),
+    Mistake("A request of exactly 1 MiB still belongs to the small pool (size <= 1 MiB).",
+            lambda n: plain_size_class(n, "strict 1 MiB")),
+    Mistake("Large requests under 10 MiB share a 20 MiB segment (PyTorch's kLargeBuffer); "
+            "only bigger ones get a segment of their own.",
+            when=lambda got, n: _no_shared_segment(got, n)),
+    Mistake("Only large requests *under* 10 MiB share a 20 MiB segment: exactly 10 MiB gets a "
+            "segment of its own (rounded up to 2 MiB).",
+            lambda n: plain_size_class(n, "10 MiB shared")),
+    Mistake("A large request of 10 MiB or more gets its own segment rounded up to 2 MiB "
+            "(kRoundLarge), not exactly its size.",
+            lambda n: plain_size_class(n, "segment = size")),
+]  # fmt: skip
+_NAMED = [
+    ("0 bytes (an empty tensor)", 0), ("1 byte", 1), ("512 bytes", 512), ("513 bytes", 513),
+    ("1,100 bytes", 1100),
+    ("a 700,000-byte activation", 700_000), ("exactly 1 MiB", MIB), ("1 MiB + 1", MIB + 1),
+    ("3 MiB", 3 * MIB), ("exactly 10 MiB", 10 * MIB), ("11 MiB + 3", 11 * MIB + 3),
+]  # fmt: skip
+
+
+def _no_shared_segment(got: Any, n: int) -> bool:
+    want = plain_size_class(n)
+    return want[1] == "large" and want[2] == 20 * MIB and tuple(got[:2]) == want[:2] != got[2]
+
+
+def _same(got: Any, want: Any) -> bool:
+    return isinstance(got, tuple | list) and len(got) == 3 and tuple(got) == tuple(want)
+
+
+@grader("17.1", blocks=BLOCKS)
+def check_size_class(student: Any) -> str:
+    g = fresh_rng("17.1")
+    sizes = [int(g.integers(1, 4 * KIB)), int(g.integers(MIB // 2, 2 * MIB)),
+             int(g.integers(2 * MIB, 40 * MIB))]  # fmt: skip
+    named = [(label, n) for label, n in _NAMED]
+    named += [(fresh(f"{n:,} bytes"), n) for n in sizes]
+    cases = [Case(label, (n,), plain_size_class(n), _MISTAKES) for label, n in named]
+    count = run_cases(
+        student,
+        cases,
+        same=_same,
+        what="size_class",
+        message=lambda c, got, want, hint: (
+            f"[{c.label}] size_class({c.args[0]}) returned {got!r}, expected {want!r} "
+            f"(rounded size, pool, segment bytes). {hint}"
+        ),
+    )
+    return f"{count} requests: rounded to 512 B, pool and segment right (1 MiB boundary held)"

@@ -1,0 +1,95 @@
+"""Grader of exercise 18.5: predict the KV memory wasted by max-length reservation and by
+paging, before the notebook measures both with the block manager.
+
+Closed forms, written here: reserving ``max_len`` slots per sequence wastes
+1 - sum(l) / (n max_len); paging wastes only the unused tail of each last block,
+1 - sum(l) / (block_size sum(ceil(l / block_size))).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from a2s.checks.cases import fresh
+from a2s.checks.compare import number
+from a2s.checks.core import CheckFailure, fresh_rng, grader, plain, rng
+
+__all__ = ["check_kv_waste"]
+
+
+def _waste(
+    lengths: list[int],
+    max_len: int,
+    bs: int,
+    *,
+    ceil: bool = True,
+    cap: int | None = None,
+    over_used: bool = False,
+) -> tuple[float, float]:
+    used = sum(lengths)
+    blocks = sum(-(-x // bs) if ceil else x // bs for x in lengths)
+    reserved = [len(lengths) * (cap or max_len), blocks * bs]
+    if over_used:
+        return tuple((r - used) / used for r in reserved)  # type: ignore[return-value]
+    return tuple(1 - used / r for r in reserved)  # type: ignore[return-value]
+
+
+_MISTAKES = (
+    (
+        dict(ceil=False),
+        "A sequence of l tokens holds ceil(l / block_size) blocks: the last "
+        "one is partly empty (that tail is paging's only waste).",
+    ),
+    (
+        dict(over_used=True),
+        "Waste is a fraction of what is RESERVED: (reserved - used) / reserved.",
+    ),
+)
+
+
+@grader(
+    "18.5",
+    blocks=("minitorch.runtime.block_manager:BlockManager", "a2s.checks.lab18.waste:_waste"),
+)
+def check_kv_waste(kv_waste: Callable[..., Any]) -> str:
+    """Exercise 18.5: kv_waste(lengths, max_len, block_size) -> (reserved, paged) fractions."""
+    gen, f = rng(1805), fresh_rng("18.5")
+    cases = [
+        ("3 sequences, max 16, blocks of 4", [5, 16, 8], 16, 4),
+        ("every length a multiple of the block", [8, 16, 4], 32, 4),
+        ("block size 1: no waste", [3, 7], 10, 1),
+        ("2,048-token reservation, blocks of 16", gen.integers(20, 900, 50).tolist(), 2048, 16),
+    ]
+    cases.append(
+        (fresh("random workload"), f.integers(1, 500, 30).tolist(), 512, int(f.choice([8, 16, 32])))
+    )
+    for label, lengths, max_len, bs in cases:
+        got = plain(kv_waste(list(lengths), max_len, bs), what="(reserved, paged)", case=label)
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            raise CheckFailure(f"[{label}] return two fractions: (reserved, paged)")
+        pair = [number(g, case=label, message=f"[{label}] return floats") for g in got]
+        want = _waste(lengths, max_len, bs)
+        if not np.allclose(pair, want, rtol=1e-9, atol=1e-12):
+            hint = "reserved: 1 - sum(l) / (n max_len); paged: 1 - sum(l) / (bs sum(ceil(l/bs)))."
+            for kwargs, text in _MISTAKES:
+                if np.allclose(pair, _waste(lengths, max_len, bs, **kwargs), rtol=1e-9):  # type: ignore[arg-type]
+                    hint = text
+            if not np.isclose(pair[0], want[0]) and np.isclose(
+                pair[0], _waste(lengths, max_len, bs, cap=max(lengths))[0]
+            ):
+                hint = (
+                    "Reservation is for max_len, the longest a sequence MAY get, "
+                    "not the longest seen."
+                )
+            raise CheckFailure(
+                f"[{label}] predicted (reserved, paged) = ({pair[0]:.4f}, {pair[1]:.4f}), "
+                f"expected ({want[0]:.4f}, {want[1]:.4f}). {hint}"
+            )
+    r, p = _waste(*cases[3][1:])
+    return (
+        f"{len(cases)} workloads exact (1 fresh); at 2,048 reserved, {r:.0%} wasted vs "
+        f"{p:.1%} with 16-token blocks"
+    )
