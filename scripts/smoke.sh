@@ -43,7 +43,11 @@ PY
 pythons=("$@")
 if [ ${#pythons[@]} -eq 0 ]; then
   for py in python3.11 python3.12 python3.13 ~/.pyenv/versions/3.1[123]*/bin/python; do
-    command -v "$py" >/dev/null 2>&1 && pythons+=("$py")
+    # runs, not just found: a pyenv shim of a version that is not selected fails to start
+    "$py" -c 'import sys' >/dev/null 2>&1 || continue
+    v=$("$py" -c 'import sys; print(sys.version.split()[0])')
+    case " ${seen:-} " in *" $v "*) continue ;; esac   # one run per version
+    seen="${seen:-} $v"; pythons+=("$py")
   done
 fi
 status=0
