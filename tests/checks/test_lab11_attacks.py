@@ -101,7 +101,7 @@ def _ref_quant(w, bits, group_size, symmetric):
 
 
 def _truth_quant(w, bits, group_size, symmetric):
-    from a2s.checks.lab11.truth import quantize_loop
+    from a2s.checks.lab11._truth import quantize_loop
 
     return quantize_loop(w, bits, group_size, symmetric)
 
@@ -377,7 +377,7 @@ GPTQ = [
         "11.3",
         "the grader's own RTN",
         lambda: lab11.check_gptq(
-            lambda w, x, b, g: __import__("a2s.checks.lab11.truth", fromlist=["x"]).rtn(
+            lambda w, x, b, g: __import__("a2s.checks.lab11._truth", fromlist=["x"]).rtn(
                 w, b, g
             )
         ),
@@ -431,7 +431,7 @@ def _torch_awq(w, x, bits, group_size):
 
 
 def _truth_awq(w, x, bits, group_size):
-    from a2s.checks.lab11.truth import rel_error, rtn
+    from a2s.checks.lab11._truth import rel_error, rtn
 
     act = np.abs(x).mean(0)
     return min((act**a for a in np.arange(20) / 20),

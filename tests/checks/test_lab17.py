@@ -375,7 +375,8 @@ def test_fragmentation_calling_the_reference_is_rejected() -> None:
 
 def test_the_graders_own_model_is_blocked() -> None:
     """The grader's plain model is importable; calling it is calling the reference."""
-    from a2s.checks.lab17 import frag, model
+    from a2s.checks.lab17 import _truth as model
+    from a2s.checks.lab17 import frag
 
     def alloc_by_model(pool, size, small):
         rows = model.pool_rows(pool)

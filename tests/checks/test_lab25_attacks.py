@@ -75,7 +75,7 @@ def gpipe_torch(p, m):
 
 
 def gpipe_grader_truth(p, m):  # the grader's own 1F1B reordered
-    from a2s.checks.lab25._sched import reference_1f1b
+    from a2s.checks.lab25._truth import reference_1f1b
 
     return [sorted(ops, key=lambda op: op[0] == "B") for ops in reference_1f1b(p, m)]
 
@@ -162,7 +162,7 @@ def one_f_warmup_helper(p, m):
 
 
 def one_f_grader_truth(p, m):
-    from a2s.checks.lab25._sched import reference_1f1b
+    from a2s.checks.lab25._truth import reference_1f1b
 
     return reference_1f1b(p, m)
 
@@ -276,7 +276,7 @@ def predict_reference(p, m, v):
 
 
 def simulate_grader_truth(schedule, t_f, t_b, t_comm):
-    from a2s.checks.lab25._sched import audit
+    from a2s.checks.lab25._truth import audit
 
     m = 1 + max(j for ops in schedule for _, j, _ in ops)
     v = 1 + max(c for ops in schedule for _, _, c in ops)
@@ -373,7 +373,7 @@ def inter_micro_chunk(p, m, v):
 
 
 def inter_grader_truth(p, m, v):
-    from a2s.checks.lab25._sched import reference_interleaved
+    from a2s.checks.lab25._truth import reference_interleaved
 
     return reference_interleaved(p, m, v)
 

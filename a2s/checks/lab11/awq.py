@@ -16,7 +16,7 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain, rng
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab11.truth import outlier_inputs, rel_error, rtn
+from a2s.checks.lab11._truth import outlier_inputs, rel_error, rtn
 
 _USES = ("11.1", "quantize_groups", "minitorch.model.quant:quantize_groups")
 __all__ = ["check_awq_scales"]
@@ -24,7 +24,7 @@ __all__ = ["check_awq_scales"]
 _BLOCKS = tuple(
     f"minitorch.model.quant_awq:{n}" for n in ("awq", "awq_scales", "scaled_rtn")
 ) + tuple(
-    f"a2s.checks.lab11.truth:{n}" for n in ("quantize_loop", "dequant", "rtn", "rel_error")
+    f"a2s.checks.lab11._truth:{n}" for n in ("quantize_loop", "dequant", "rtn", "rel_error")
 )  # the lab's own ground truth
 _RATIO = 0.7
 _SEARCH = (

@@ -16,7 +16,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain, rng
-from a2s.checks.lab11.truth import correlated_inputs, rel_error, rtn
+from a2s.checks.lab11._truth import correlated_inputs, rel_error, rtn
 
 _USES = ("11.1", "quantize_groups", "minitorch.model.quant:quantize_groups")
 __all__ = ["check_gptq"]
@@ -25,7 +25,7 @@ _BLOCKS = (
     tuple(f"minitorch.model.quant_gptq:{n}" for n in ("gptq", "quantize_on"))
     + tuple(f"minitorch.model.quant:{n}" for n in ("rtn",))
     + tuple(
-        f"a2s.checks.lab11.truth:{n}"
+        f"a2s.checks.lab11._truth:{n}"
         for n in ("quantize_loop", "dequant", "rtn", "rel_error")
     )
 )  # the lab's own ground truth

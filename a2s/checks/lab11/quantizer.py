@@ -16,7 +16,7 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain, rng
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab11.truth import dequant, quantize_loop
+from a2s.checks.lab11._truth import dequant, quantize_loop
 
 __all__ = ["check_pack_int4", "check_quantize"]
 
@@ -116,8 +116,8 @@ def _diagnose(
         f"{_Q}:quantize_groups",
         f"{_Q}:rtn",
         f"{_Q}:dequantize",
-        "a2s.checks.lab11.truth:quantize_loop",  # the lab's own ground truth
-        "a2s.checks.lab11.truth:rtn",
+        "a2s.checks.lab11._truth:quantize_loop",  # the lab's own ground truth
+        "a2s.checks.lab11._truth:rtn",
     ),
 )
 def check_quantize(quantize_groups: Callable[..., Any]) -> str:

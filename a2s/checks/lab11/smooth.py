@@ -15,7 +15,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_close, assert_true, fresh_rng, grader, plain, rng
-from a2s.checks.lab11.truth import outlier_inputs
+from a2s.checks.lab11._truth import outlier_inputs
 
 __all__ = ["check_smooth_scales"]
 

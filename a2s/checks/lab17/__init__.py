@@ -1,7 +1,7 @@
 """Graders of lab 17 (caching allocator): size classes, best fit with splitting, coalescing,
 the allocator replayed on a training trace under budgets, fragmentation.
 
-Ground truth is the graders' own plain model (:mod:`a2s.checks.lab17.model`, lists and
+Ground truth is the graders' own plain model (:mod:`a2s.checks.lab17._truth`, lists and
 loops); the point is enforced in bytes and device calls: reserved bytes, device allocations
 per training step, the reserved peak within 1.25x the trace's live-bytes lower bound.
 """

@@ -12,8 +12,8 @@ from typing import Any
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, plain
 from a2s.checks.errors import CheckFailure
+from a2s.checks.lab17._truth import KIB, MIB, Row
 from a2s.checks.lab17.blocks import _fresh_rows, _pool, _show
-from a2s.checks.lab17.model import KIB, MIB, Row
 
 __all__ = ["check_fragmentation"]
 

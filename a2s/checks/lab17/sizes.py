@@ -1,6 +1,6 @@
 """Grader of exercise 17.1: size rounding and the choice of pool and segment.
 
-Ground truth: :func:`~a2s.checks.lab17.model.plain_size_class`, a closed form written in
+Ground truth: :func:`~a2s.checks.lab17._truth.plain_size_class`, a closed form written in
 the grader; its variants name the usual mistakes (powers of two, rounding down, the 1 MiB
 boundary, the 20 MiB shared segment, large segments not rounded to 2 MiB).
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 from a2s.checks.cases import Case, Mistake, fresh, run_cases
 from a2s.checks.core import fresh_rng, grader
-from a2s.checks.lab17.model import KIB, MIB, plain_size_class
+from a2s.checks.lab17._truth import KIB, MIB, plain_size_class
 
 __all__ = ["check_size_class"]
 
@@ -20,7 +20,7 @@ BLOCKS = (
     f"{_REF}:size_class",
     f"{_REF}:round_size",
     f"{_REF}:malloc",
-    "a2s.checks.lab17.model:plain_size_class",
+    "a2s.checks.lab17._truth:plain_size_class",
 )
 _MISTAKES = [
     Mistake("Round up to the next multiple of 512 B, not to a power of two: a 1,100-byte "

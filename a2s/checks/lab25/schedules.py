@@ -8,9 +8,9 @@ chunk) must equal the closed form exactly, and its peak of stashed activations p
 must fit the budget: ``m`` is allowed for GPipe, ``min(p - s, m)`` for 1F1B,
 ``min(2 (p - s - 1) + (v - 1) p + 1, m v)`` chunk-activations for the interleaved schedule.
 The interleaved schedules are timed again with ``t_comm = 0.25`` per message between stages
-and must be as fast as Megatron's order (the graders' ``_sched.reference_interleaved``): a
+and must be as fast as Megatron's order (the graders' ``_truth.reference_interleaved``): a
 shorter warm-up has the same bubble with free messages and waits for them otherwise.
-Ground truth: the graders' own dependency-graph timing (``_sched.audit``).
+Ground truth: the graders' own dependency-graph timing (``_truth.audit``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, plain
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab25._sched import (
+from a2s.checks.lab25._truth import (
     OWN,
     audit,
     peaks,

@@ -20,8 +20,8 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, plain, rng
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab25._sched import OWN, audit, random_schedule, reference_1f1b
-from a2s.checks.lab25._sched import reference_interleaved as _interleaved
+from a2s.checks.lab25._truth import OWN, audit, random_schedule, reference_1f1b
+from a2s.checks.lab25._truth import reference_interleaved as _interleaved
 
 __all__ = ["check_simulate"]
 

@@ -28,7 +28,7 @@ __all__ = [
 Op = tuple[str, int, int]
 # the graders' own schedules and timing: blocked while a learner's function runs
 OWN = tuple(
-    f"a2s.checks.lab25._sched:{name}"
+    f"a2s.checks.lab25._truth:{name}"
     for name in ("audit", "reference_1f1b", "reference_interleaved")
 )
 
