@@ -27,7 +27,7 @@ processes against gloo's own all-reduce.
    ``buf[got] = buf[got] + recv`` cost; the floor over gloo is what the algorithm costs.
    Two runs on the shared 2-core machine (2026-12-02), floor / gloo: p=2 1.34-1.68 at
    256 KiB, 1.14-1.17 at 4 MiB, 1.10-1.28 at 16 MiB; p=4 1.60-3.16, 1.70-2.52, 1.55-1.64.
-   At p = 4 (four processes on two cores) even the floor misses 1.5.
+   At p = 4, 16 MiB (four processes on two cores) even the floor misses 1.5.
 
 Lab: 21_ring_allreduce
 """
