@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from a2s.checks.core import CheckFailure, StudentError, assert_close, assert_true, plain
+from a2s.checks.values import Hint
 
 __all__ = [
     "array_out",
@@ -87,7 +88,7 @@ def unchanged(before: np.ndarray, after: np.ndarray, message: str) -> None:
 
 
 def close(
-    got: Any, want: np.ndarray, *, case: str, what: str, hint: str = "", rtol: float = 1e-8
+    got: Any, want: np.ndarray, *, case: str, what: str, hint: Hint = "", rtol: float = 1e-8
 ) -> float:
     """float64 comparison: rtol 1e-8, atol rtol/100 relative to the largest expected value."""
     got = plain(got, what=what, case=case)

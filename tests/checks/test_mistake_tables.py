@@ -17,6 +17,7 @@ import pytest
 from a2s.checks import lab01, lab04
 from a2s.checks.lab01 import loss_scaling
 from a2s.checks.lab04 import adamw, sgd
+from tests.checks.test_lab01 import scale_variant
 from tests.helpers.graders import rejects
 from tests.helpers.unblocked import unblocked
 
@@ -49,16 +50,6 @@ def test_each_adamw_mistake_gets_its_message(wrong: str, message: str) -> None:
     rejects(lab04.check_adamw_step, adamw_step, match=re.escape(message))
 
 
-def _right_update(scale, tracker, found_inf, growth, backoff, interval):
-    """The update as torch's kernel does it, in plain Python (torch is forbidden here)."""
-    if found_inf:
-        return scale * backoff, 0
-    if tracker + 1 < interval:
-        return scale, tracker + 1
-    grown = float(np.float32(scale) * np.float32(growth))
-    return (scale if np.isinf(grown) else grown), 0
-
-
 _ANSWERED = [m for m in loss_scaling._SCALE_MISTAKES if m.answer is not None]
 
 
@@ -70,7 +61,7 @@ def test_each_answered_loss_scale_mistake_gets_its_message(mistake) -> None:
         wrong = answer(scale, tracker, found_inf, growth, backoff, interval)
         if wrong is not None:
             return wrong
-        return _right_update(scale, tracker, found_inf, growth, backoff, interval)
+        return scale_variant(scale, tracker, found_inf, growth, backoff, interval)
 
     with np.errstate(over="ignore"):
         rejects(lab01.check_update_scale, update_scale, match=re.escape(mistake.message))
