@@ -35,10 +35,15 @@ def course_identity(root: Path) -> tuple[str | None, str | None]:
     if commit is None:
         try:
             git = ["git", "-C", str(root)]
-            head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                  timeout=10, check=True).stdout.strip()  # fmt: skip
-            dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=30).stdout  # fmt: skip
+            head = subprocess.run(
+                [*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+            ).stdout.strip()
+            dirty = subprocess.run(
+                [*git, "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout
             commit = head + ("-dirty" if dirty else "") if head else None
         except (OSError, subprocess.SubprocessError):
             commit = None

@@ -95,20 +95,43 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("grade", help="grade notebooks (or folders of them) into JSON/JUnit")
     s.add_argument("paths", nargs="+", metavar="PATH", help="submission notebooks or folders")
-    s.add_argument("--json", required=True, metavar="OUT",
-                   help="results JSON, rewritten as each submission finishes")  # fmt: skip
+    s.add_argument(
+        "--json",
+        required=True,
+        metavar="OUT",
+        help="results JSON, rewritten as each submission finishes",
+    )
     s.add_argument("--junit", metavar="OUT.xml", help="also write JUnit XML")
-    s.add_argument("--fail-under", type=_percent, metavar="PCT",
-                   help="exit 1, naming them, if any submission scores < PCT%%")  # fmt: skip
-    s.add_argument("--jobs", type=_positive(int), default=1, metavar="N",
-                   help="grade N submissions at once (1)")  # fmt: skip
-    s.add_argument("--resume", action="store_true",
-                   help="keep results in --json whose file has the same SHA-256")  # fmt: skip
-    s.add_argument("--seed", type=int, metavar="N",
-                   help="seed of the fresh random cases (default: new each run)")  # fmt: skip
-    s.add_argument("--extra-checks", metavar="DIR",
-                   help="an instructor's folder of hidden checks (labNN.py), kept out of the "
-                        "student repository")  # fmt: skip
+    s.add_argument(
+        "--fail-under",
+        type=_percent,
+        metavar="PCT",
+        help="exit 1, naming them, if any submission scores < PCT%%",
+    )
+    s.add_argument(
+        "--jobs",
+        type=_positive(int),
+        default=1,
+        metavar="N",
+        help="grade N submissions at once (1)",
+    )
+    s.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep results in --json whose file has the same SHA-256",
+    )
+    s.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed of the fresh random cases (default: new each run)",
+    )
+    s.add_argument(
+        "--extra-checks",
+        metavar="DIR",
+        help="an instructor's folder of hidden checks (labNN.py), kept out of the "
+        "student repository",
+    )
     _pattern(s)
     s.add_argument(
         "--quiet",
@@ -121,33 +144,52 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("results", nargs="+", metavar="RESULTS.json", help="grading JSON file(s)")
     s.add_argument("--profile", choices=["compiler", "training", "intern"])
     s.add_argument("--png", metavar="FILE", help="write the radar chart here")
-    s.add_argument("--profiles", action="store_true",
-                   help="add the capstone section (skill matrix, every profile) even without "
-                        "a lab 28 result")  # fmt: skip
-    s.add_argument("--by-student", action="store_true",
-                   help="a gradebook, a skill line per student and class statistics")  # fmt: skip
+    s.add_argument(
+        "--profiles",
+        action="store_true",
+        help="add the capstone section (skill matrix, every profile) even without a lab 28 result",
+    )
+    s.add_argument(
+        "--by-student",
+        action="store_true",
+        help="a gradebook, a skill line per student and class statistics",
+    )
     _pattern(s)
     s.add_argument("--labs", metavar="NN,NN", help="the labs that count (default: those graded)")
     s.add_argument("--csv", metavar="FILE", help="write the gradebook as CSV (a class view)")
     s.add_argument("--png-dir", metavar="DIR", help="write each student's radar chart here")
     s.add_argument("--stats-png", metavar="FILE", help="write the per-exercise outcome chart")
-    s.add_argument("--exercise", metavar="ID",
-                   help="only say whether exercise ID passed: exit 0 if so, else 1")  # fmt: skip
+    s.add_argument(
+        "--exercise", metavar="ID", help="only say whether exercise ID passed: exit 0 if so, else 1"
+    )
 
     s = sub.add_parser("similarity", help="(instructors) submissions with the same exercise code")
     s.add_argument("paths", nargs="+", metavar="PATH", help="submission notebooks or folders")
     _pattern(s)
     s.add_argument("--csv", metavar="FILE", help="also write one row per matching exercise")
-    s.add_argument("--min-size", type=_positive(int), default=20, metavar="N",
-                   help="compare only cells adding N+ syntax nodes to the stub (20)")  # fmt: skip
+    s.add_argument(
+        "--min-size",
+        type=_positive(int),
+        default=20,
+        metavar="N",
+        help="compare only cells adding N+ syntax nodes to the stub (20)",
+    )
 
     s = sub.add_parser("release", help="(instructors) write the student template repository")
     s.add_argument("out_dir", metavar="OUT_DIR", help="an empty or new folder")
     s.add_argument("--labs", metavar="NN,NN", help="the assignment's labs (default: all written)")
-    s.add_argument("--image", default=DEFAULT_IMAGE, metavar="IMAGE",
-                   help="the student image the workflow runs in (not the grading one)")  # fmt: skip
-    s.add_argument("--course-url", default="COURSE_REPO_URL", metavar="URL",
-                   help="the course to pip-install: a wheel or git URL")  # fmt: skip
+    s.add_argument(
+        "--image",
+        default=DEFAULT_IMAGE,
+        metavar="IMAGE",
+        help="the student image the workflow runs in (not the grading one)",
+    )
+    s.add_argument(
+        "--course-url",
+        default="COURSE_REPO_URL",
+        metavar="URL",
+        help="the course to pip-install: a wheel or git URL",
+    )
 
     s = sub.add_parser("doctor", help="check Python, torch, gloo, BLAS, cores, the Jupyter kernel")
     s.add_argument("--no-kernel", action="store_true", help="skip starting a kernel")
@@ -160,8 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this lab; `class`: grade a made-up class of 30 with --jobs 2, timed",
     )
     s.add_argument("--json", metavar="OUT", help="also write figures as JSON")
-    s.add_argument("--watch", action="store_true",
-                   help="instead: the forbidden-call watch's cost per check")  # fmt: skip
+    s.add_argument(
+        "--watch", action="store_true", help="instead: the forbidden-call watch's cost per check"
+    )
     return p
 
 
@@ -174,19 +217,42 @@ def _student_pattern(text: str) -> str:
 
 
 def _pattern(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--student-pattern", type=_student_pattern, default=DEFAULT_PATTERN,
-                   metavar="PAT", help="the student's place in a path (%(default)s)")  # fmt: skip
+    s.add_argument(
+        "--student-pattern",
+        type=_student_pattern,
+        default=DEFAULT_PATTERN,
+        metavar="PAT",
+        help="the student's place in a path (%(default)s)",
+    )
 
 
 def _limits(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--cell-timeout", type=_positive(float), default=60.0, metavar="S",
-                   help="seconds per cell before it is interrupted (60)")  # fmt: skip
-    s.add_argument("--timeout", type=_positive(float), default=900.0, metavar="S",
-                   help="seconds for a whole notebook (900)")  # fmt: skip
-    s.add_argument("--memory-limit", type=_memory_mb, default=4096, metavar="MB",
-                   help="kernel address-space cap, MB (4096; torch uses ~800)")  # fmt: skip
-    s.add_argument("--every-cell", action="store_true",
-                   help="also run the cells that score nothing (demos, experiments)")  # fmt: skip
+    s.add_argument(
+        "--cell-timeout",
+        type=_positive(float),
+        default=60.0,
+        metavar="S",
+        help="seconds per cell before it is interrupted (60)",
+    )
+    s.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=900.0,
+        metavar="S",
+        help="seconds for a whole notebook (900)",
+    )
+    s.add_argument(
+        "--memory-limit",
+        type=_memory_mb,
+        default=4096,
+        metavar="MB",
+        help="kernel address-space cap, MB (4096; torch uses ~800)",
+    )
+    s.add_argument(
+        "--every-cell",
+        action="store_true",
+        help="also run the cells that score nothing (demos, experiments)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

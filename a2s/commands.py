@@ -55,22 +55,21 @@ def cmd_list(args: argparse.Namespace) -> int:
         exs = exercises(read_notebook(path)) if path.exists() else []
         if not exs and not args.all and not wanted:
             continue
-        rows.append({
-            "lab": lab.number, "name": lab.name, "layer": lab.layer, "title": lab.title,
-            "builds": lab.builds, "module": lab.module, "available": path.exists(),
-            "points": sum(e.points for e in exs),
-            "exercises": [
-                {"id": e.id, "title": e.title, "points": e.points, "topics": e.topics,
-                 "subject": e.subject, "dimension": e.dimension} for e in exs
-            ],
-        })  # fmt: skip
+        ex_keys = ("id", "title", "points", "topics", "subject", "dimension")
+        row: dict[str, Any] = {"lab": lab.number}
+        row |= {k: getattr(lab, k) for k in ("name", "layer", "title", "builds", "module")}
+        row |= {"available": path.exists(), "points": sum(e.points for e in exs)}
+        row["exercises"] = [{k: getattr(e, k) for k in ex_keys} for e in exs]
+        rows.append(row)
     if args.json:
         print(json.dumps({"version": 1, "labs": rows}, indent=2, ensure_ascii=False))
         return 0
     for row in rows:
         state = "" if row["available"] else "  (planned)"
-        print(f"{row['lab']}  {row['title']:<36} layer {row['layer']} ({LAYERS[row['layer']]}), "
-              f"{row['points']:g} pts{state}")  # fmt: skip
+        print(
+            f"{row['lab']}  {row['title']:<36} layer {row['layer']} ({LAYERS[row['layer']]}), "
+            f"{row['points']:g} pts{state}"
+        )
         for e in row["exercises"]:
             print(
                 f"    {e['id']}  {e['title']:<52} {e['points']:g} pts  [{', '.join(e['topics'])}]"
@@ -126,9 +125,12 @@ def cmd_execute(args: argparse.Namespace) -> int:
         nb = read_notebook(path)
         nb.metadata["kernelspec"] = dict(KERNELSPEC)  # what JupyterLab writes when it opens it
         client = nbclient.NotebookClient(
-            nb, timeout=args.timeout, kernel_name="python3", record_timing=False,
+            nb,
+            timeout=args.timeout,
+            kernel_name="python3",
+            record_timing=False,
             resources={"metadata": {"path": str(path.parent)}},
-        )  # fmt: skip
+        )
         client.execute()  # also sets metadata.language_info from the kernel
         nb.metadata.pop("widgets", None)
         removed = clean_notebook_outputs(nb)  # progress-bar frames -> their final state
@@ -153,8 +155,7 @@ class _Progress:
 
             # a terminal gets the bar and keeps its last state; a pipe (`!a2s check` in a
             # notebook, a CI log) gets none: a bar that erased itself left an empty stderr box
-            self.bar = tqdm(total=total, desc=self.desc, unit="cell", file=sys.stderr,
-                            disable=None)  # fmt: skip
+            self.bar = tqdm(total=total, desc=self.desc, unit="cell", file=sys.stderr, disable=None)
         bar = self.bar
         bar.total = total
         bar.n = min(done, total)
@@ -244,8 +245,10 @@ def _bench_watch(args: argparse.Namespace) -> int:
             costs = watch_overhead(lab.solution_path(root))
         for c in costs:
             worst = max(worst, c.ratio)
-            print(f"[{lab.number}] {c.cell:<12} unwatched {c.unwatched * 1e3:8.1f} ms   "
-                  f"watched {c.watched * 1e3:8.1f} ms   x{c.ratio:.2f}")  # fmt: skip
+            print(
+                f"[{lab.number}] {c.cell:<12} unwatched {c.unwatched * 1e3:8.1f} ms   "
+                f"watched {c.watched * 1e3:8.1f} ms   x{c.ratio:.2f}"
+            )
     print(f"worst overhead x{worst:.2f} (the course keeps it under x2)")
     return 0
 

@@ -44,8 +44,12 @@ def _python() -> Finding:
     if sys.version_info[:2] < TESTED_PYTHON:
         return Finding("python", False, version, "install Python 3.11")
     if sys.version_info[:2] in SMOKE_TESTED:
-        return Finding("python", True, f"{version} (the full suite runs on 3.11; this one passes "
-                       "the smoke test, scripts/smoke.sh)")  # fmt: skip
+        return Finding(
+            "python",
+            True,
+            f"{version} (the full suite runs on 3.11; this one passes "
+            "the smoke test, scripts/smoke.sh)",
+        )
     if sys.version_info[:2] > TESTED_PYTHON:
         return Finding("python", True, f"{version} (untested: the course runs on 3.11-3.13)")
     return Finding("python", True, version)

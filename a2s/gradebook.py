@@ -120,10 +120,15 @@ class Gradebook:
 
     def rows(self) -> list[list[str]]:
         return [
-            [s, *(f"{self.points[s][lab]:g}" for lab in self.labs), f"{self.total(s):g}",
-             f"{self.percent(s):.1f}", "; ".join(self.notes.get(s, []))]
+            [
+                s,
+                *(f"{self.points[s][lab]:g}" for lab in self.labs),
+                f"{self.total(s):g}",
+                f"{self.percent(s):.1f}",
+                "; ".join(self.notes.get(s, [])),
+            ]
             for s in self.students
-        ]  # fmt: skip
+        ]
 
     def write_csv(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,8 +161,10 @@ def build_gradebook(
         name = str(res.get("notebook", ""))
         student = student_of(name, pattern)
         if student is None:
-            class_notes.append(f"{name}: no student in the path (pattern {pattern}); "
-                               "counted as a student of its own")  # fmt: skip
+            class_notes.append(
+                f"{name}: no student in the path (pattern {pattern}); "
+                "counted as a student of its own"
+            )
             student = name
         by_student[student].append(res)
     wanted = [find_lab(x).number for x in labs] if labs else None
@@ -169,8 +176,10 @@ def build_gradebook(
         given = [float(r.get("max_score") or 0) for r in results if _lab_of_result(r) == lab]
         lab_max[lab] = sum(p for _, _, p in exs) if exs else max(given, default=0.0)
         if not exs:
-            class_notes.append(f"lab {lab}: not in this course checkout; its maximum "
-                               f"({lab_max[lab]:g}) is taken from the results")  # fmt: skip
+            class_notes.append(
+                f"lab {lab}: not in this course checkout; its maximum "
+                f"({lab_max[lab]:g}) is taken from the results"
+            )
     book = Gradebook(columns, lab_max, {}, {}, {}, class_notes)
     for student, mine in by_student.items():
         _fill_row(book, student, mine, wanted)
@@ -244,8 +253,8 @@ def exercise_stats(book: Gradebook, root: Path, top: int = 3) -> list[ExerciseSt
             wrong = [e for e in rows if e.get("status") != "passed"]
             ids = {i for i, _t, _p in listed}
             failures = Counter(_gist(e.get("message", ""), ids) for e in wrong)
-            out.append(ExerciseStats(lab, ex_id, title, points, len(book.students), len(rows),
-                                     statuses, failures.most_common(top)))  # fmt: skip
+            counts = (len(book.students), len(rows), statuses, failures.most_common(top))
+            out.append(ExerciseStats(lab, ex_id, title, points, *counts))
     return out
 
 
@@ -256,8 +265,10 @@ def stats_lines(stats: list[ExerciseStats]) -> list[str]:
         rate = "  n/a" if st.pass_rate is None else f"{100 * st.pass_rate:4.0f}%"
         counts = " ".join(f"{st.statuses.get(k, 0):>6}" for k in ("failed", "error", "timeout"))
         other = st.submitted - st.passed - sum(st.statuses.get(k, 0) for k in _LISTED)
-        out.append(f"{st.id:<8}  {st.passed:>6}/{st.submitted:<9} {rate} {counts} "
-                   f"{st.statuses.get('missing', 0):>7} {other:>5}  {st.title}")  # fmt: skip
+        out.append(
+            f"{st.id:<8}  {st.passed:>6}/{st.submitted:<9} {rate} {counts} "
+            f"{st.statuses.get('missing', 0):>7} {other:>5}  {st.title}"
+        )
         out += [f"            {n:>3}x {msg}" for msg, n in st.messages]
     return out
 

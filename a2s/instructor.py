@@ -107,13 +107,21 @@ def grade(args: argparse.Namespace) -> int:
     cells = bar.cells if args.jobs == 1 else None
     outputs = [Path(p).resolve() for p in (args.json, args.junit) if p]
     opts = dataclasses.replace(
-        _options(args), seed=args.seed, extra_checks=args.extra_checks,
+        _options(args),
+        seed=args.seed,
+        extra_checks=args.extra_checks,
         hide=tuple(str(p) for out in outputs for p in (out, out.parent)),
-    )  # fmt: skip
+    )
     results = grade_paths(
-        args.paths, opts, root, cells,
-        jobs=args.jobs, previous=previous, on_start=bar.start, on_done=done,
-    )  # fmt: skip
+        args.paths,
+        opts,
+        root,
+        cells,
+        jobs=args.jobs,
+        previous=previous,
+        on_start=bar.start,
+        on_done=done,
+    )
     bar.close()
     write_json(results, out)
     if args.junit:
@@ -121,9 +129,11 @@ def grade(args: argparse.Namespace) -> int:
     for res in [] if args.quiet else results:  # --quiet: the JSON holds the tables
         how = "kept from the earlier run" if res.notebook in kept else f"{res.wall_time or 0:.1f} s"
         print("\n".join([*results_table(res), f"  ({how})"]))
-    print(f"graded {len(results) - len(kept)} and kept {len(kept)} submission(s) in "
-          f"{time.monotonic() - t0:.0f} s with {args.jobs} job(s); wrote {args.json}"
-          + (f" and {args.junit}" if args.junit else ""))  # fmt: skip
+    print(
+        f"graded {len(results) - len(kept)} and kept {len(kept)} submission(s) in "
+        f"{time.monotonic() - t0:.0f} s with {args.jobs} job(s); wrote {args.json}"
+        + (f" and {args.junit}" if args.junit else "")
+    )
     if args.fail_under is not None:
         counted = _counted(results, args.student_pattern)
         low = [r for r in counted if not r.max_score or _percent(r) < args.fail_under]
@@ -265,9 +275,14 @@ def release(args: argparse.Namespace) -> int:
         written = build_template(root, Path(args.out_dir), labs, args.image, args.course_url)
     except (FileExistsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    print(f"wrote {len(written)} files to {args.out_dir} "
-          f"(labs {', '.join(lab.number for lab in labs)})")  # fmt: skip
+    print(
+        f"wrote {len(written)} files to {args.out_dir} "
+        f"(labs {', '.join(lab.number for lab in labs)})"
+    )
     if args.image == DEFAULT_IMAGE:
-        print(f"note: the workflow uses the placeholder image {args.image}; "
-              "pass --image with your published student image", file=sys.stderr)  # fmt: skip
+        print(
+            f"note: the workflow uses the placeholder image {args.image}; "
+            "pass --image with your published student image",
+            file=sys.stderr,
+        )
     return 0

@@ -62,9 +62,12 @@ def _merged(outputs: list[MutableMapping[str, Any]]) -> list[MutableMapping[str,
     for o in outputs:
         prev = out[-1] if out else None
         stream = o.get("output_type") == "stream"
-        if stream and prev is not None and prev.get("output_type") == "stream" and (
-            prev.get("name") == o.get("name")
-        ):  # fmt: skip
+        if (
+            stream
+            and prev is not None
+            and prev.get("output_type") == "stream"
+            and (prev.get("name") == o.get("name"))
+        ):
             prev["text"] = _text(prev) + _text(o)
         else:
             out.append(o)

@@ -44,8 +44,13 @@ __all__ = [
 ]
 
 CAPSTONE_LAB = find_lab("capstone").number
-_SHORT = {"breadth": "breadth", "depth": "depth", "hands-on": "hands-on",
-          "architecture": "arch.", "transfer": "transfer"}  # fmt: skip
+_SHORT = {
+    "breadth": "breadth",
+    "depth": "depth",
+    "hands-on": "hands-on",
+    "architecture": "arch.",
+    "transfer": "transfer",
+}
 
 
 def _pct(x: float) -> str:
@@ -121,9 +126,16 @@ def _reweighted(
 def profile_row(key: str, rep: SkillReport) -> ProfileRow:
     """The row of profile ``key`` from a report built with that profile."""
     prof = PROFILES[key]
-    return ProfileRow(key, prof.title, measured_on(prof.on), rep.profile_value, prof.threshold,
-                      rep.total, rep.coverage,
-                      _reweighted(rep.matrix, prof.dimension_weights))  # fmt: skip
+    return ProfileRow(
+        key,
+        prof.title,
+        measured_on(prof.on),
+        rep.profile_value,
+        prof.threshold,
+        rep.total,
+        rep.coverage,
+        _reweighted(rep.matrix, prof.dimension_weights),
+    )
 
 
 @dataclass(slots=True)
@@ -153,32 +165,43 @@ class Capstone:
             cells = []
             for d in DIMENSIONS:
                 v = rep.matrix.get((s, d))
-                cells.append(f"{v:.1f}" if v is not None
-                             else ("." if (s, d) in self.course_cells else "-"))  # fmt: skip
+                cells.append(
+                    f"{v:.1f}" if v is not None else ("." if (s, d) in self.course_cells else "-")
+                )
             v = rep.subjects[s]
-            out.append(f"  {label:<{w}}{weight:>7.0%}" + "".join(f"{c:>9}" for c in cells)
-                       + f"{'.' if v is None else f'{v:.1f}':>9}")  # fmt: skip
+            out.append(
+                f"  {label:<{w}}{weight:>7.0%}"
+                + "".join(f"{c:>9}" for c in cells)
+                + f"{'.' if v is None else f'{v:.1f}':>9}"
+            )
         dims = ["." if (v := rep.dimensions[d]) is None else f"{v:.1f}" for d in DIMENSIONS]
         out.append(f"  {'dimension':<{w}}{'':>7}" + "".join(f"{c:>9}" for c in dims))
-        out.append(f"  {'  (weight)':<{w}}{'':>7}"
-                   + "".join(f"{x:>9.0%}" for _l, x in DIMENSIONS.values()))  # fmt: skip
+        out.append(
+            f"  {'  (weight)':<{w}}{'':>7}" + "".join(f"{x:>9.0%}" for _l, x in DIMENSIONS.values())
+        )
         out.append("  a cell is a score out of 10; '.': none of your graded exercises is in it;")
         out.append("  '-': no exercise of the course is in it")
-        out.append(f"  assessed: {_pct(rep.coverage)} of the course's weight (the course's "
-                   f"exercises reach {_pct(self.course_coverage)}); total {rep.total:.1f} / 10, "
-                   f"level {rep.level}")  # fmt: skip
+        out.append(
+            f"  assessed: {_pct(rep.coverage)} of the course's weight (the course's "
+            f"exercises reach {_pct(self.course_coverage)}); total {rep.total:.1f} / 10, "
+            f"level {rep.level}"
+        )
         return out
 
     def profile_lines(self) -> list[str]:
         on = max(len("measured on"), *(len(p.on) for p in self.profiles))
         title = max(len("title"), *(len(p.title) for p in self.profiles))
-        out = ["hiring profiles (the same grades, the dimensions re-weighted per profile)",
-               f"  {'profile':<10}{'title':<{title}}  {'measured on':<{on}}{'value':>7}"
-               f"{'threshold':>11}  verdict"]  # fmt: skip
+        out = [
+            "hiring profiles (the same grades, the dimensions re-weighted per profile)",
+            f"  {'profile':<10}{'title':<{title}}  {'measured on':<{on}}{'value':>7}"
+            f"{'threshold':>11}  verdict",
+        ]
         for p in self.profiles:
             value = "n/a" if p.value is None else f"{p.value:.1f}"
-            out.append(f"  {p.key:<10}{p.title:<{title}}  {p.on:<{on}}{value:>7}"
-                       f"{p.threshold:>11.1f}  {p.verdict} ({p.reason})")  # fmt: skip
+            out.append(
+                f"  {p.key:<10}{p.title:<{title}}  {p.on:<{on}}{value:>7}"
+                f"{p.threshold:>11.1f}  {p.verdict} ({p.reason})"
+            )
         return out
 
     def lines(self) -> list[str]:
@@ -252,7 +275,7 @@ def write_gradebook_csv(book: Gradebook, path: Path, caps: dict[str, Capstone]) 
                 for p in caps[student].profiles
                 for c in ("" if p.value is None else f"{p.value:.1f}", f"{p.verdict}: {p.reason}")
             ]
-            row[-1:] = [*cells, row[-1]]  # fmt: skip
+            row[-1:] = [*cells, row[-1]]
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)

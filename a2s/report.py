@@ -69,8 +69,10 @@ class SkillReport:
         """One line: the score and level over what was assessed, and how much that is."""
         if not self.coverage:
             return "nothing assessed yet: no level"
-        return (f"{self.total:.1f}/10, level {self.level}, over the {self.coverage:.1%} "
-                "of the course's weight assessed so far")  # fmt: skip
+        return (
+            f"{self.total:.1f}/10, level {self.level}, over the {self.coverage:.1%} "
+            "of the course's weight assessed so far"
+        )
 
     def lines(self) -> list[str]:
         out = [f"{'subject':<37}{'score':>12}"]
@@ -85,10 +87,11 @@ class SkillReport:
         out.append(
             f"weighted total over what was assessed {self.total:.1f} / 10, level {self.level}"
         )
-        out.append(f"  assessed: {self.coverage:.1%} of the course's weight; the level "
-                   "describes that part only")  # fmt: skip
-        out.append(f"  over the whole course (not assessed counts 0): "
-                   f"{self.course_total:.1f} / 10")  # fmt: skip
+        out.append(
+            f"  assessed: {self.coverage:.1%} of the course's weight; the level "
+            "describes that part only"
+        )
+        out.append(f"  over the whole course (not assessed counts 0): {self.course_total:.1f} / 10")
         if self.profile:
             verdict = "met" if self.profile_met else "NOT met"
             shown = "n/a" if self.profile_value is None else f"{self.profile_value:.1f}"

@@ -35,8 +35,20 @@ __all__ = ["RunOptions", "RunResult", "run_notebook"]
 
 _SEAL_ENV = "A2S_SEAL"
 # the reference subpackages (numpy only, fast to import); missing ones are skipped
-REFERENCE_PACKAGES = ("numerics", "hardware", "data", "autograd", "nn", "optim", "kernels",
-                      "model", "compiler", "runtime", "comm", "parallel")  # fmt: skip
+REFERENCE_PACKAGES = (
+    "numerics",
+    "hardware",
+    "data",
+    "autograd",
+    "nn",
+    "optim",
+    "kernels",
+    "model",
+    "compiler",
+    "runtime",
+    "comm",
+    "parallel",
+)
 
 
 @dataclass(slots=True)
@@ -110,12 +122,30 @@ def _hidden(extra: tuple[str, ...]) -> list[Path]:
 
 def _command(nb_path: Path, ini: Path, opts: RunOptions) -> list[str]:
     return [
-        sys.executable, "-m", "pytest", str(nb_path), "-c", str(ini), "--rootdir", str(ini.parent),
-        "-p", "a2s.nbval_plugin", "-p", "nbval.plugin", "-p", "no:cacheprovider",
+        sys.executable,
+        "-m",
+        "pytest",
+        str(nb_path),
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(ini.parent),
+        "-p",
+        "a2s.nbval_plugin",
+        "-p",
+        "nbval.plugin",
+        "-p",
+        "no:cacheprovider",
         "--assert=plain",
-        "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={opts.cell_timeout:g}",
-        "--nbval-kernel-startup-timeout=60", "-q", "--no-header", "-rN", "--tb=no",
-    ]  # fmt: skip
+        "--nbval-lax",
+        "--nbval-current-env",
+        f"--nbval-cell-timeout={opts.cell_timeout:g}",
+        "--nbval-kernel-startup-timeout=60",
+        "-q",
+        "--no-header",
+        "-rN",
+        "--tb=no",
+    ]
 
 
 def _read_records(path: Path) -> list[CellRecord]:
@@ -156,11 +186,14 @@ def run_notebook(
         extra = _copy_extra(Path(opts.extra_checks), course) if opts.extra_checks else False
         seal = new_seal(folder, opts.memory_limit_mb, _preload(nb, extra), cells)
         env = {
-            **os.environ, "A2S_RESULTS": str(results), "MPLBACKEND": "Agg",
-            _SEAL_ENV: str(seal.config), "A2S_SEED": str(result.seed),
+            **os.environ,
+            "A2S_RESULTS": str(results),
+            "MPLBACKEND": "Agg",
+            _SEAL_ENV: str(seal.config),
+            "A2S_SEED": str(result.seed),
             "PYTHONPATH": os.pathsep.join(filter(None, [str(course), os.getenv("PYTHONPATH")])),
             "PYTHONDONTWRITEBYTECODE": "1",
-        }  # fmt: skip
+        }
         env.pop("PYTEST_ADDOPTS", None)
         # only nbval and the course's plugin: another installed pytest plugin neither changes a
         # grade nor costs its start-up (hypothesis's alone, assertion-rewritten, took 1.5 s)
@@ -171,9 +204,14 @@ def run_notebook(
         log = folder / "pytest.log"
         with log.open("w") as log_fh:
             proc = subprocess.Popen(
-                command, cwd=folder, env=env, stdout=log_fh,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                command,
+                cwd=folder,
+                env=env,
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             deadline = time.monotonic() + opts.timeout
             seen = -1
             try:

@@ -27,8 +27,10 @@ from pathlib import Path
 __all__ = ["course_copy", "isolation_level", "sandboxed"]
 
 _BASE = ["unshare", "--mount", "--pid", "--net", "--fork", "--mount-proc", "--kill-child"]
-_LEVELS = {"namespaces": _BASE, "user-namespaces": [*_BASE[:1], "--user", "--map-root-user",
-                                                     *_BASE[1:]]}  # fmt: skip
+_LEVELS = {
+    "namespaces": _BASE,
+    "user-namespaces": [*_BASE[:1], "--user", "--map-root-user", *_BASE[1:]],
+}
 _LO_UP = (
     "import fcntl, socket, struct\n"
     "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"

@@ -151,8 +151,9 @@ def _xml(text: str | None) -> str:
 
 
 def _case(suite: ET.Element, classname: str, name: str, seconds: float | None) -> ET.Element:
-    return ET.SubElement(suite, "testcase", name=_xml(name), classname=_xml(classname),
-                         time=f"{seconds or 0.0:.3f}")  # fmt: skip
+    return ET.SubElement(
+        suite, "testcase", name=_xml(name), classname=_xml(classname), time=f"{seconds or 0.0:.3f}"
+    )
 
 
 def _outcome(case: ET.Element, kind: str, status: str, message: str) -> None:
@@ -165,14 +166,28 @@ def _suite(suites: ET.Element, i: int, res: SubmissionResult, pattern: str) -> t
     student = student_of(res.notebook, pattern) or str(Path(res.notebook).with_suffix(""))
     classname = f"{student}.lab{res.lab or 'unknown'}"
     stamp = (res.graded_at or "1970-01-01T00:00:00Z").removesuffix("Z")
-    suite = ET.SubElement(suites, "testsuite", name=_xml(res.notebook), id=str(i),
-                          package=_xml(student), timestamp=stamp, hostname=_HOST,
-                          time=f"{res.wall_time or 0.0:.3f}")  # fmt: skip
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=_xml(res.notebook),
+        id=str(i),
+        package=_xml(student),
+        timestamp=stamp,
+        hostname=_HOST,
+        time=f"{res.wall_time or 0.0:.3f}",
+    )
     props = ET.SubElement(suite, "properties")
-    audit = {"student": student, "lab": res.lab, "score": f"{res.score:g}",
-             "max_score": f"{res.max_score:g}", "sha256": res.sha256,
-             "course_version": res.course_version, "course_commit": res.course_commit,
-             "seed": res.seed, "isolation": res.isolation}  # fmt: skip
+    audit = {
+        "student": student,
+        "lab": res.lab,
+        "score": f"{res.score:g}",
+        "max_score": f"{res.max_score:g}",
+        "sha256": res.sha256,
+        "course_version": res.course_version,
+        "course_commit": res.course_commit,
+        "seed": res.seed,
+        "isolation": res.isolation,
+    }
     for key, value in audit.items():
         if value is not None:
             ET.SubElement(props, "property", name=key, value=_xml(str(value)))

@@ -49,11 +49,25 @@ _QUIET = frozenset({"builtins.id", "import", "os.listdir", "os.scandir", "socket
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 _ALWAYS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")
 _STUDENT = (
-    "code.__new__", "function.__new__", "exec", "compile", "sys.setprofile", "sys.settrace",
-    "marshal.loads", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "ctypes.string_at",
-    "ctypes.wstring_at", "ctypes.addressof", "ctypes.call_function", "ctypes.create_string_buffer",
-    "ctypes.PyObj_FromPtr", "ctypes.seh_exception", "ctypes.get_errno",
-)  # fmt: skip
+    "code.__new__",
+    "function.__new__",
+    "exec",
+    "compile",
+    "sys.setprofile",
+    "sys.settrace",
+    "marshal.loads",
+    "ctypes.dlopen",
+    "ctypes.dlsym",
+    "ctypes.cdata",
+    "ctypes.string_at",
+    "ctypes.wstring_at",
+    "ctypes.addressof",
+    "ctypes.call_function",
+    "ctypes.create_string_buffer",
+    "ctypes.PyObj_FromPtr",
+    "ctypes.seh_exception",
+    "ctypes.get_errno",
+)
 
 
 def _install(config: dict, verdict_fd: int) -> None:
@@ -97,8 +111,9 @@ def _install(config: dict, verdict_fd: int) -> None:
     verdict_path = os.path.realpath(config["verdicts"])
     dumps, write, getframe, realpath = json.dumps, os.write, sys._getframe, os.path.realpath
     trusted = trusted_roots()
-    hit_code = next(c for c in profiler.profiler.__code__.co_consts if getattr(c, "co_name", "")
-                    == "hit")  # fmt: skip
+    hit_code = next(
+        c for c in profiler.profiler.__code__.co_consts if getattr(c, "co_name", "") == "hit"
+    )
     pending: list[str] = []  # vetoed attempts since the last verdict: that verdict's
     seq = [0]  # verdicts signed so far
     busy: set[int] = set()  # threads in the hook: its own operations raise events too

@@ -93,8 +93,9 @@ def _course_cells(cells: dict[str, str]) -> tuple[frozenset, object]:
     from IPython.core.inputtransformer2 import TransformerManager
 
     plain = TransformerManager().transform_cell
-    compiled = {cid: compile(plain(src), f"<a2s course cell {cid}>", "exec") for cid, src in
-                cells.items()}  # fmt: skip
+    compiled = {
+        cid: compile(plain(src), f"<a2s course cell {cid}>", "exec") for cid, src in cells.items()
+    }
     codes: set = set()
     todo = list(compiled.values())
     while todo:

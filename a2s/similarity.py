@@ -57,10 +57,14 @@ class _Canon(ast.NodeTransformer):
 
     def _body(self, node: Any) -> ast.AST:
         node.body = [
-            s for s in node.body
-            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                    and isinstance(s.value.value, str))
-        ] or [ast.Pass()]  # fmt: skip
+            s
+            for s in node.body
+            if not (
+                isinstance(s, ast.Expr)
+                and isinstance(s.value, ast.Constant)
+                and isinstance(s.value.value, str)
+            )
+        ] or [ast.Pass()]
         return node
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
@@ -137,8 +141,11 @@ class Match:
 def _cells_of(nb: NotebookNode, solution: NotebookNode) -> dict[str, str]:
     """The exercise cells of ``nb`` by exercise id, found as the grader finds them."""
     by_id = {c.get("id"): c for c in nb.cells if c.get("cell_type") == "code"}
-    by_ex = {str(a2s_meta(c).get("exercise")): c for c in nb.cells
-             if c.get("cell_type") == "code" and "exercise" in tags(c)}  # fmt: skip
+    by_ex = {
+        str(a2s_meta(c).get("exercise")): c
+        for c in nb.cells
+        if c.get("cell_type") == "code" and "exercise" in tags(c)
+    }
     out = {}
     for ex in exercises(solution):
         cell = by_id.get(ex.cell_id) or by_ex.get(ex.id)
@@ -217,16 +224,19 @@ def find_matches(
                     key = (lab, a.notebook, b.notebook)
                     if key not in pairs:
                         both = len(compared[a.notebook] & compared[b.notebook])
-                        pairs[key] = Match(lab, a.student, a.notebook, b.student, b.notebook,
-                                           [], {}, both)  # fmt: skip
+                        pairs[key] = Match(
+                            lab, a.student, a.notebook, b.student, b.notebook, [], {}, both
+                        )
                     m = pairs[key]
                     m.exercises.append(ex_id)
                     m.shared_by[ex_id] = sharing
     found = sorted(pairs.values(), key=lambda m: (-len(m.exercises), m.lab, m.student_a))
     if skipped:
-        notes.append(f"{skipped} matching exercise(s) of two students who both handed in the "
-                     "published solution are listed only under 'equal to the published "
-                     "solution'")  # fmt: skip
+        notes.append(
+            f"{skipped} matching exercise(s) of two students who both handed in the "
+            "published solution are listed only under 'equal to the published "
+            "solution'"
+        )
     return found, notes
 
 
@@ -235,17 +245,19 @@ def match_lines(matches: list[Match]) -> list[str]:
     if not matches:
         return ["no two submissions share the code of an exercise (after normalising)"]
     out = []
-    for kind, rows in (("pairs of submissions", [m for m in matches if m.student_b != SOLUTION]),
-                       ("equal to the published solution",
-                        [m for m in matches if m.student_b == SOLUTION])):  # fmt: skip
+    for kind, rows in (
+        ("pairs of submissions", [m for m in matches if m.student_b != SOLUTION]),
+        ("equal to the published solution", [m for m in matches if m.student_b == SOLUTION]),
+    ):
         if not rows:
             continue
         out.append(f"{kind}: lab, students, exercises with the same code (students sharing it)")
         for m in rows:
             shared = ", ".join(f"{e} ({m.shared_by[e]})" for e in m.exercises)
             who = m.student_a if m.student_b == SOLUTION else f"{m.student_a} ~ {m.student_b}"
-            out.append(f"  lab {m.lab}  {who}: {len(m.exercises)} of {m.compared} compared: "
-                       f"{shared}")  # fmt: skip
+            out.append(
+                f"  lab {m.lab}  {who}: {len(m.exercises)} of {m.compared} compared: {shared}"
+            )
     return out
 
 
@@ -254,10 +266,32 @@ def write_csv(matches: list[Match], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
-        out.writerow(["kind", "lab", "exercise", "student_a", "notebook_a", "student_b",
-                      "notebook_b", "students_sharing", "compared"])  # fmt: skip
+        out.writerow(
+            [
+                "kind",
+                "lab",
+                "exercise",
+                "student_a",
+                "notebook_a",
+                "student_b",
+                "notebook_b",
+                "students_sharing",
+                "compared",
+            ]
+        )
         for m in matches:
             kind = "solution" if m.student_b == SOLUTION else "pair"
             for ex in m.exercises:
-                out.writerow([kind, m.lab, ex, m.student_a, m.notebook_a, m.student_b,
-                              m.notebook_b, m.shared_by[ex], m.compared])  # fmt: skip
+                out.writerow(
+                    [
+                        kind,
+                        m.lab,
+                        ex,
+                        m.student_a,
+                        m.notebook_a,
+                        m.student_b,
+                        m.notebook_b,
+                        m.shared_by[ex],
+                        m.compared,
+                    ]
+                )

@@ -50,8 +50,9 @@ def snapshot(modules: list) -> tuple[list, list, list]:
             if isinstance(value, types.FunctionType) and own.startswith(("minitorch", "a2s")):
                 seen.add(id(value))
                 cells = tuple(c.cell_contents for c in value.__closure__ or () if _full(c))
-                funcs.append((value, value.__code__, value.__defaults__, value.__kwdefaults__,
-                              cells))  # fmt: skip
+                funcs.append(
+                    (value, value.__code__, value.__defaults__, value.__kwdefaults__, cells)
+                )
             elif isinstance(value, type) and own.startswith(("minitorch", "a2s", "torch")):
                 seen.add(id(value))
                 classes.append((value, {k: v for k, v in vars(value).items() if callable(v)}))

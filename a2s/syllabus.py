@@ -74,39 +74,41 @@ LAYERS: dict[str, str] = {
     "all": "all layers",
 }
 
-# fmt: off
-LABS: tuple[Lab, ...] = (
-    Lab("00", "orientation", "0", "Orientation", "the lab loop: write, check, grade, report; your machine", "minitorch.hardware.costs"),
-    Lab("01", "numerics", "0", "Numerics", "FP8/BF16/FP16 decoding, RNE by bit manipulation, Kahan and pairwise sums, loss scaling", "minitorch.numerics"),
-    Lab("02", "autograd_scalar", "2", "Scalar autograd", "a scalar reverse-mode engine and a tiny MLP", "minitorch.autograd.scalar"),
-    Lab("03", "autograd_tensor", "2", "Tensor autograd", "broadcasting, matmul, conv2d, pooling, batch-norm gradients", "minitorch.autograd"),
-    Lab("04", "training_loop", "2", "Training loop", "modules, SGD/AdamW, mixed precision, recomputation", "minitorch.nn, minitorch.optim"),
-    Lab("05", "roofline", "7", "Roofline", "measured peaks and the roofline of this machine", "minitorch.hardware"),
-    Lab("06", "matmul_tiling", "3", "Matmul tiling", "cache blocking with an LRU traffic simulator", "minitorch.kernels"),
-    Lab("07", "gpu_programming_model", "3", "GPU programming model", "a SIMT simulator: warps, shared memory, coalescing", "minitorch.kernels"),
-    Lab("08", "fused_kernels_flash_attention", "3", "Fused kernels and FlashAttention", "online softmax, FlashAttention forward/backward", "minitorch.kernels"),
-    Lab("09", "transformer", "1", "Transformer", "attention, GQA, RoPE, a tiny GPT", "minitorch.model"),
-    Lab("10", "moe", "1", "Mixture of experts", "gating, capacity, load balancing, dispatch/combine", "minitorch.model"),
-    Lab("11", "quantization", "1", "Quantization", "INT8/INT4, GPTQ, AWQ, SmoothQuant, KV-cache INT8", "minitorch.model"),
-    Lab("12", "lora_peft", "1", "LoRA", "adapters, merge/unmerge, optimizer memory", "minitorch.model"),
-    Lab("13", "graph_capture_ir", "4", "Graph capture and IR", "tracing to a graph IR, an interpreter", "minitorch.compiler"),
-    Lab("14", "graph_passes_memory_planning", "4", "Graph passes and memory planning", "folding, DCE, CSE, fusion, liveness", "minitorch.compiler"),
-    Lab("15", "loop_optimization_autotuning", "4", "Loop optimization and autotuning", "loop-nest IR, legality, autotuning", "minitorch.compiler"),
-    Lab("16", "streams_and_overlap", "5", "Streams and overlap", "a discrete-event stream simulator, overlapped allreduce", "minitorch.runtime"),
-    Lab("17", "caching_allocator", "5", "Caching allocator", "size-class pools, split/coalesce, fragmentation", "minitorch.runtime"),
-    Lab("18", "paged_kv_cache", "5", "Paged KV cache", "block manager, block tables, copy-on-write, prefix caching", "minitorch.runtime"),
-    Lab("19", "continuous_batching", "5", "Continuous batching", "iteration-level scheduling, chunked prefill, preemption", "minitorch.runtime"),
-    Lab("20", "collectives", "6", "Collectives", "the collectives on a simulated world, alpha-beta cost", "minitorch.comm"),
-    Lab("21", "ring_allreduce", "6", "Ring allreduce", "ring, trees, halving-doubling, real gloo processes", "minitorch.comm"),
-    Lab("22", "rdma_and_transport", "6", "RDMA and transport", "verbs in simulation, copies counted, a socket transport", "minitorch.comm"),
-    Lab("23", "data_parallel_zero", "2", "Data parallel and ZeRO", "DDP bucketing, ZeRO-1/2/3 memory", "minitorch.parallel"),
-    Lab("24", "tensor_sequence_parallel", "2", "Tensor and sequence parallel", "Megatron column/row parallel layers", "minitorch.parallel"),
-    Lab("25", "pipeline_parallel", "2", "Pipeline parallel", "GPipe, 1F1B, interleaving, bubbles", "minitorch.parallel"),
-    Lab("26", "context_expert_parallel_planner", "2", "Context/expert parallel and a planner", "ring attention, expert all-to-all, a 3-D planner", "minitorch.parallel"),
-    Lab("27", "accelerator_architecture", "7", "Accelerator architecture", "a systolic array simulator, memory hierarchy, NoC", "minitorch.hardware"),
-    Lab("28", "capstone", "all", "Capstone", "a quantized tiny LLM served with paged KV and continuous batching", "all"),
+# one lab per line: number | name | layer | title | builds | reference module
+_LAB_TABLE = """
+00 | orientation | 0 | Orientation | the lab loop: write, check, grade, report; your machine | minitorch.hardware.costs
+01 | numerics | 0 | Numerics | FP8/BF16/FP16 decoding, RNE by bit manipulation, Kahan and pairwise sums, loss scaling | minitorch.numerics
+02 | autograd_scalar | 2 | Scalar autograd | a scalar reverse-mode engine and a tiny MLP | minitorch.autograd.scalar
+03 | autograd_tensor | 2 | Tensor autograd | broadcasting, matmul, conv2d, pooling, batch-norm gradients | minitorch.autograd
+04 | training_loop | 2 | Training loop | modules, SGD/AdamW, mixed precision, recomputation | minitorch.nn, minitorch.optim
+05 | roofline | 7 | Roofline | measured peaks and the roofline of this machine | minitorch.hardware
+06 | matmul_tiling | 3 | Matmul tiling | cache blocking with an LRU traffic simulator | minitorch.kernels
+07 | gpu_programming_model | 3 | GPU programming model | a SIMT simulator: warps, shared memory, coalescing | minitorch.kernels
+08 | fused_kernels_flash_attention | 3 | Fused kernels and FlashAttention | online softmax, FlashAttention forward/backward | minitorch.kernels
+09 | transformer | 1 | Transformer | attention, GQA, RoPE, a tiny GPT | minitorch.model
+10 | moe | 1 | Mixture of experts | gating, capacity, load balancing, dispatch/combine | minitorch.model
+11 | quantization | 1 | Quantization | INT8/INT4, GPTQ, AWQ, SmoothQuant, KV-cache INT8 | minitorch.model
+12 | lora_peft | 1 | LoRA | adapters, merge/unmerge, optimizer memory | minitorch.model
+13 | graph_capture_ir | 4 | Graph capture and IR | tracing to a graph IR, an interpreter | minitorch.compiler
+14 | graph_passes_memory_planning | 4 | Graph passes and memory planning | folding, DCE, CSE, fusion, liveness | minitorch.compiler
+15 | loop_optimization_autotuning | 4 | Loop optimization and autotuning | loop-nest IR, legality, autotuning | minitorch.compiler
+16 | streams_and_overlap | 5 | Streams and overlap | a discrete-event stream simulator, overlapped allreduce | minitorch.runtime
+17 | caching_allocator | 5 | Caching allocator | size-class pools, split/coalesce, fragmentation | minitorch.runtime
+18 | paged_kv_cache | 5 | Paged KV cache | block manager, block tables, copy-on-write, prefix caching | minitorch.runtime
+19 | continuous_batching | 5 | Continuous batching | iteration-level scheduling, chunked prefill, preemption | minitorch.runtime
+20 | collectives | 6 | Collectives | the collectives on a simulated world, alpha-beta cost | minitorch.comm
+21 | ring_allreduce | 6 | Ring allreduce | ring, trees, halving-doubling, real gloo processes | minitorch.comm
+22 | rdma_and_transport | 6 | RDMA and transport | verbs in simulation, copies counted, a socket transport | minitorch.comm
+23 | data_parallel_zero | 2 | Data parallel and ZeRO | DDP bucketing, ZeRO-1/2/3 memory | minitorch.parallel
+24 | tensor_sequence_parallel | 2 | Tensor and sequence parallel | Megatron column/row parallel layers | minitorch.parallel
+25 | pipeline_parallel | 2 | Pipeline parallel | GPipe, 1F1B, interleaving, bubbles | minitorch.parallel
+26 | context_expert_parallel_planner | 2 | Context/expert parallel and a planner | ring attention, expert all-to-all, a 3-D planner | minitorch.parallel
+27 | accelerator_architecture | 7 | Accelerator architecture | a systolic array simulator, memory hierarchy, NoC | minitorch.hardware
+28 | capstone | all | Capstone | a quantized tiny LLM served with paged KV and continuous batching | all
+"""
+LABS: tuple[Lab, ...] = tuple(
+    Lab(*(cell.strip() for cell in row.split("|"))) for row in _LAB_TABLE.strip().splitlines()
 )
-# fmt: on
 
 # skill matrix: key -> (label, weight); docs/student_guide.md, "Your skill report"
 SUBJECTS: dict[str, tuple[str, float]] = {
@@ -236,8 +238,10 @@ def course_folder(needs: str = "") -> Path:
     if not is_template(root):
         return root
     if needs:
-        raise FileNotFoundError(f"`a2s {needs}` needs the course checkout (solutions/); {root} "
-                                "is an assignment repository, which has none")  # fmt: skip
+        raise FileNotFoundError(
+            f"`a2s {needs}` needs the course checkout (solutions/); {root} "
+            "is an assignment repository, which has none"
+        )
     bad = template_problems(root)
     if bad:
         raise FileNotFoundError(f"{bad[0]}: restore it (git checkout -- .a2s) to grade here")
@@ -259,8 +263,10 @@ def find_lab_notebook(lab: Lab, start: Path) -> Path:
         found = sorted(labs.glob(f"{lab.number}_*.ipynb")) if labs.is_dir() else []
         if len(found) > 1:
             names = ", ".join(p.name for p in found)
-            raise FileNotFoundError(f"{labs} holds several lab {lab.number} notebooks "
-                                    f"({names}); pick one with --notebook PATH")  # fmt: skip
+            raise FileNotFoundError(
+                f"{labs} holds several lab {lab.number} notebooks "
+                f"({names}); pick one with --notebook PATH"
+            )
         if found:
             return found[0]
     raise FileNotFoundError(

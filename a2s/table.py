@@ -17,8 +17,13 @@ if TYPE_CHECKING:
 __all__ = ["results_table", "shown_path"]
 
 _MARK = {
-    "passed": "✔", "failed": "✘", "error": "!", "timeout": "⏱", "missing": "?", "tampered": "✘",
-}  # fmt: skip
+    "passed": "✔",
+    "failed": "✘",
+    "error": "!",
+    "timeout": "⏱",
+    "missing": "?",
+    "tampered": "✘",
+}
 _INDENT = " " * 11  # under the exercise id
 
 
@@ -29,8 +34,10 @@ def results_table(result: SubmissionResult, width: int | None = None) -> list[st
     if result.error:
         lines += _wrapped(f"error: {result.error}", "  ", width)
     for ex in result.exercises:
-        lines.append(f"  {_MARK.get(ex.status, ' ')} {ex.id}  {ex.status:<8} "
-                     f"{ex.points:g}/{ex.max_points:g}  {ex.title}")  # fmt: skip
+        lines.append(
+            f"  {_MARK.get(ex.status, ' ')} {ex.id}  {ex.status:<8} "
+            f"{ex.points:g}/{ex.max_points:g}  {ex.title}"
+        )
         if ex.status != "passed" and ex.message:
             lines += _wrapped(ex.message, _INDENT, width)
     return lines
@@ -41,9 +48,13 @@ def _wrapped(text: str, indent: str, width: int) -> list[str]:
     out: list[str] = []
     for para in text.splitlines() or [""]:
         out += textwrap.wrap(
-            para, width, initial_indent=indent, subsequent_indent=indent,
-            break_long_words=False, break_on_hyphens=False,
-        ) or [indent.rstrip()]  # fmt: skip
+            para,
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [indent.rstrip()]
     return out
 
 

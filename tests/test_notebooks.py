@@ -101,12 +101,16 @@ def test_solution_gets_full_points(lab, path, monkeypatch: pytest.MonkeyPatch) -
     assert result.score == result.max_score > 0
     assert len(runs) == 1, "a cell hung or crashed the kernel, so the grader ran it again"
     records = runs[0].records
-    failed = {cid: r.ename or r.message[:300] for cid, r in records.items()
-              if r.outcome == "failed"}  # fmt: skip
+    failed = {
+        cid: r.ename or r.message[:300] for cid, r in records.items() if r.outcome == "failed"
+    }
     assert not failed, f"cells that raised: {failed}"
     cuda = importlib.import_module("torch").cuda.is_available()
-    code = [c.get("id") for c in read_notebook(path).cells
-            if c.cell_type == "code" and (cuda or "gpu" not in tags(c))]  # fmt: skip
+    code = [
+        c.get("id")
+        for c in read_notebook(path).cells
+        if c.cell_type == "code" and (cuda or "gpu" not in tags(c))
+    ]
     assert [cid for cid in code if cid not in records] == [], "cells that never ran"
 
 
@@ -290,8 +294,11 @@ class _Coverage:
         at ``call`` or else its default (``rejects(check, fn, error=CheckFailure)``)."""
         if isinstance(expr, ast.Name):
             expr = _bind(fn, call).get(expr.id, expr)
-        found = {n.id if isinstance(n, ast.Name) else n.attr
-                 for n in ast.walk(expr) if isinstance(n, ast.Name | ast.Attribute)}  # fmt: skip
+        found = {
+            n.id if isinstance(n, ast.Name) else n.attr
+            for n in ast.walk(expr)
+            if isinstance(n, ast.Name | ast.Attribute)
+        }
         return found & set(_KINDS)
 
     def reach_all(self, nodes, scope: _Scope) -> set[str]:

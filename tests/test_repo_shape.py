@@ -20,8 +20,20 @@ PACKAGE = ROOT / "minitorch"  # the stack the learner builds
 COURSE = ROOT / "a2s"  # the course: its graders (checks), plots (viz), bench, and the CLI
 MAX_LINES = 300
 
-_REFERENCE = {"numerics", "hardware", "data", "autograd", "nn", "optim", "kernels", "model",
-              "compiler", "runtime", "comm", "parallel"}  # fmt: skip
+_REFERENCE = {
+    "numerics",
+    "hardware",
+    "data",
+    "autograd",
+    "nn",
+    "optim",
+    "kernels",
+    "model",
+    "compiler",
+    "runtime",
+    "comm",
+    "parallel",
+}
 
 # subpackage -> the subpackages it may import: docs/architecture.md, "Import rules" (a test
 # below keeps the two equal). Acyclic. Layer numbers are not an import order. The stack's
@@ -44,7 +56,7 @@ ALLOWED: dict[str, set[str]] = {
     "checks": _REFERENCE,
     "bench": _REFERENCE,
     "course": _REFERENCE | {"viz", "checks", "bench"},
-}  # fmt: skip
+}
 
 MODULES = sorted(
     p for root in (PACKAGE, COURSE) for p in root.rglob("*.py") if "__pycache__" not in p.parts
@@ -178,6 +190,27 @@ def test_ruff_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
+@pytest.mark.skipif(_RUFF is None, reason="ruff not installed (pip install -e '.[dev]')")
+def test_one_formatting_style() -> None:
+    """The formatter's style everywhere (``ruff format``, line length 100): nothing is
+    formatted by hand, so no line needs a pragma that turns the formatter off."""
+    proc = subprocess.run(
+        [str(_RUFF), "format", "--check", "minitorch", "a2s", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    marked = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for top in ("minitorch", "a2s", "tests")
+        for p in sorted((ROOT / top).rglob("*.py"))
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if "fmt: " + "skip" in line or "fmt: " + "off" in line
+    ]
+    assert not marked, f"hand formatting kept from the formatter: {marked[:10]}"
+
+
 def test_declared_python_versions_are_the_tested_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """pyproject.toml declares the Pythons that have run (the suite on 3.11, the smoke test on
     the others), and `a2s doctor` agrees."""
@@ -188,8 +221,11 @@ def test_declared_python_versions_are_the_tested_ones(monkeypatch: pytest.Monkey
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     major, minor = doctor.TESTED_PYTHON
     assert project["requires-python"] == f">={major}.{minor}"
-    declared = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
-                if re.fullmatch(r"Programming Language :: Python :: \d+\.\d+", c)}  # fmt: skip
+    declared = {
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: \d+\.\d+", c)
+    }
     smoke = {f"{a}.{b}" for a, b in doctor.SMOKE_TESTED}
     assert declared == {f"{major}.{minor}"} | smoke
     assert sys.version_info[:2] == doctor.TESTED_PYTHON, "the suite runs on another Python"

@@ -21,6 +21,8 @@ from a2s.syllabus import repo_root
 def test_mypy_is_clean(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "minitorch", "a2s"],
-        cwd=repo_root(), capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

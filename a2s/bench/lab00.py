@@ -20,7 +20,11 @@ def gemm_throughput() -> list[Figure]:
     t_np, t_torch = alternate(lambda: a @ b, lambda: torch.mm(ta, tb), repeats=9)
     flops = matmul_flops(n, n, n)
     return [
-        Figure("numpy GEMM 512³ float32, 1 thread", flops / t_np / 1e9, "GFLOP/s",
-               f"torch.mm same shape: {flops / t_torch / 1e9:.1f} GFLOP/s"),
+        Figure(
+            "numpy GEMM 512³ float32, 1 thread",
+            flops / t_np / 1e9,
+            "GFLOP/s",
+            f"torch.mm same shape: {flops / t_torch / 1e9:.1f} GFLOP/s",
+        ),
         Figure("numpy / torch GEMM time ratio", t_np / t_torch, "x", "1.0 = same BLAS speed"),
-    ]  # fmt: skip
+    ]

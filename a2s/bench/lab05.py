@@ -37,11 +37,19 @@ def memory_bound_ops() -> list[Figure]:
     per_byte = min(t_copy, t_copy2) / (2 * a.nbytes)
     gemv_bytes, soft_bytes = gemv_cost(4096, 4096).bytes, softmax_cost(4096, 4096).bytes
     return [
-        Figure("GEMV 4096² fp32 / copy of its bytes", t_gemv / (per_byte * gemv_bytes), "x",
-               f"1.0 = streams at copy speed ({1 / per_byte / 1e9:.0f} GB/s read + write)"),
-        Figure("numpy softmax 4096² fp32 / copy of its bytes", t_soft / (per_byte * soft_bytes),
-               "x", "1.0 = one fused pass; numpy makes about five"),
-    ]  # fmt: skip
+        Figure(
+            "GEMV 4096² fp32 / copy of its bytes",
+            t_gemv / (per_byte * gemv_bytes),
+            "x",
+            f"1.0 = streams at copy speed ({1 / per_byte / 1e9:.0f} GB/s read + write)",
+        ),
+        Figure(
+            "numpy softmax 4096² fp32 / copy of its bytes",
+            t_soft / (per_byte * soft_bytes),
+            "x",
+            "1.0 = one fused pass; numpy makes about five",
+        ),
+    ]
 
 
 @register
@@ -57,8 +65,16 @@ def attention_blocking() -> list[Figure]:
         t_block, t_full = alternate(blocked, lambda: _softmax(q @ k.T) @ v, repeats=7)
     flops = attention_cost(2048, 64).flops
     return [
-        Figure("attention blocked / materialised, n=2048 d=64", t_block / t_full, "x",
-               "below 1.0: keeping S in cache pays"),
-        Figure("attention blocked, 1 thread", flops / t_block / 1e9, "GFLOP/s",
-               "context only: absolute rate on a shared machine"),
-    ]  # fmt: skip
+        Figure(
+            "attention blocked / materialised, n=2048 d=64",
+            t_block / t_full,
+            "x",
+            "below 1.0: keeping S in cache pays",
+        ),
+        Figure(
+            "attention blocked, 1 thread",
+            flops / t_block / 1e9,
+            "GFLOP/s",
+            "context only: absolute rate on a shared machine",
+        ),
+    ]

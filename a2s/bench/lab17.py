@@ -28,8 +28,15 @@ def device_allocs_per_step() -> list[Figure]:
     for kind, name in ((CachingAllocator, "caching"), (NaiveAllocator, "naive")):
         n = [_device_allocs(s, kind) for s in (1, 2, 3)]
         out.append(Figure(f"{name}: device allocations, step 1", n[0], "calls", "cold cache", "17"))
-        out.append(Figure(f"{name}: device allocations, step 3", n[2] - n[1], "calls",
-                          "caching: 0 once warm", "17"))  # fmt: skip
+        out.append(
+            Figure(
+                f"{name}: device allocations, step 3",
+                n[2] - n[1],
+                "calls",
+                "caching: 0 once warm",
+                "17",
+            )
+        )
     return out
 
 
@@ -41,8 +48,15 @@ def reserved_over_lower_bound() -> list[Figure]:
         bound = lower_bound(trace)
         for kind, name in ((CachingAllocator, "caching"), (NaiveAllocator, "naive")):
             peak = float(replay(trace, kind(Device()))["reserved"].max())
-            out.append(Figure(f"{name}, batch {batch}: reserved peak / lower bound",
-                              peak / bound, "x", "lab budget 1.25x at batch 8", "17"))  # fmt: skip
+            out.append(
+                Figure(
+                    f"{name}, batch {batch}: reserved peak / lower bound",
+                    peak / bound,
+                    "x",
+                    "lab budget 1.25x at batch 8",
+                    "17",
+                )
+            )
     return out
 
 
@@ -54,5 +68,12 @@ def replay_host_time() -> list[Figure]:
             lambda: replay(trace, CachingAllocator(Device())),
             lambda: replay(trace, NaiveAllocator(Device())),
         )
-    return [Figure("replay host time, caching / naive", t_cache / t_naive, "x",
-                   "bookkeeping of best fit in Python", "17")]  # fmt: skip
+    return [
+        Figure(
+            "replay host time, caching / naive",
+            t_cache / t_naive,
+            "x",
+            "bookkeeping of best fit in Python",
+            "17",
+        )
+    ]

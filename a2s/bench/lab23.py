@@ -85,12 +85,20 @@ def ddp_two_processes() -> list[Figure]:
     single = median_time(one, repeats=15)
     ddp = launch("a2s.bench.lab23:_ddp_rank", 2, 15)[0]
     return [
-        Figure("DDP step, 2 gloo processes / 1 process", ddp["one"] / single, "x",
-               "1.0 = no speed-up; < 1 means the halved batch paid for the all-reduce"),
-        Figure("DDP step, 64 KiB buckets / one 25 MiB bucket", ddp["small"] / ddp["one"], "x",
-               "> 1: without concurrent all-reduce, more buckets only add latency"),
+        Figure(
+            "DDP step, 2 gloo processes / 1 process",
+            ddp["one"] / single,
+            "x",
+            "1.0 = no speed-up; < 1 means the halved batch paid for the all-reduce",
+        ),
+        Figure(
+            "DDP step, 64 KiB buckets / one 25 MiB bucket",
+            ddp["small"] / ddp["one"],
+            "x",
+            "> 1: without concurrent all-reduce, more buckets only add latency",
+        ),
         Figure("1-process step (batch 64)", single * 1e3, "ms", "context"),
-    ]  # fmt: skip
+    ]
 
 
 @register
@@ -103,6 +111,10 @@ def timeline_at_scale() -> list[Figure]:
     compute = [n / 5e9 for n in nbytes]
     one, ddp = exposed_vs_bucket_size(compute, nbytes, [2**31, 25 * 2**20], 5e-4, 1e-10)
     return [
-        Figure("GPT-2 small, exposed comm: 25 MiB buckets / one bucket", ddp / one, "x",
-               "alpha-beta timeline, 10 GB/s, alpha 0.5 ms, backward 68 ms"),
-    ]  # fmt: skip
+        Figure(
+            "GPT-2 small, exposed comm: 25 MiB buckets / one bucket",
+            ddp / one,
+            "x",
+            "alpha-beta timeline, 10 GB/s, alpha 0.5 ms, backward 68 ms",
+        ),
+    ]

@@ -65,11 +65,16 @@ def tp_mlp_two_processes() -> list[Figure]:
 
     res = launch("a2s.bench.lab24:_tp_rank", 2, 9)[0]
     return [
-        Figure("TP MLP fwd+bwd, 2 gloo ranks (half each) / whole layer", res["tp"] / res["whole"],
-               "x", "< 1: halved matmuls pay for 2 all-reduces of 1 MiB; 2 shared cores"),
-        Figure("whole MLP fwd+bwd (s=128, b=4, h=256, float64)", res["whole"] * 1e3, "ms",
-               "context"),
-    ]  # fmt: skip
+        Figure(
+            "TP MLP fwd+bwd, 2 gloo ranks (half each) / whole layer",
+            res["tp"] / res["whole"],
+            "x",
+            "< 1: halved matmuls pay for 2 all-reduces of 1 MiB; 2 shared cores",
+        ),
+        Figure(
+            "whole MLP fwd+bwd (s=128, b=4, h=256, float64)", res["whole"] * 1e3, "ms", "context"
+        ),
+    ]
 
 
 @register
@@ -93,10 +98,22 @@ def sp_vs_tp_simulated() -> list[Figure]:
         kept = world.run(rank)[0]
         out[mode] = (kept, sum(world.bytes_sent), world.time)
     return [
-        Figure("SP / TP: activation bytes kept per rank (t=4)", out["sp"][0] / out["tp"][0], "x",
-               "exact; formula (34/t + 5as/ht) / (10 + 24/t + 5as/ht)"),
-        Figure("SP / TP: bytes sent by the forward (t=4)", out["sp"][1] / out["tp"][1], "x",
-               "exact: all-reduce = reduce-scatter + all-gather"),
-        Figure("SP / TP: modelled forward communication time (t=4)", out["sp"][2] / out["tp"][2],
-               "x", "alpha-beta SimWorld, lab 20's direct collectives (not the ring)"),
-    ]  # fmt: skip
+        Figure(
+            "SP / TP: activation bytes kept per rank (t=4)",
+            out["sp"][0] / out["tp"][0],
+            "x",
+            "exact; formula (34/t + 5as/ht) / (10 + 24/t + 5as/ht)",
+        ),
+        Figure(
+            "SP / TP: bytes sent by the forward (t=4)",
+            out["sp"][1] / out["tp"][1],
+            "x",
+            "exact: all-reduce = reduce-scatter + all-gather",
+        ),
+        Figure(
+            "SP / TP: modelled forward communication time (t=4)",
+            out["sp"][2] / out["tp"][2],
+            "x",
+            "alpha-beta SimWorld, lab 20's direct collectives (not the ring)",
+        ),
+    ]

@@ -29,15 +29,25 @@ from minitorch.runtime.quant_serving import (
 def capstone_figures() -> list[Figure]:
     r = capstone_report(load_pretrained(), seed=0)
     return [
-        Figure("served tokens/s (modelled clock)", r["throughput"], "tokens/s",
-               "lab 19 cost model: 7B-class step on one GPU", "28"),
+        Figure(
+            "served tokens/s (modelled clock)",
+            r["throughput"],
+            "tokens/s",
+            "lab 19 cost model: 7B-class step on one GPU",
+            "28",
+        ),
         Figure("TTFT p99 (modelled)", 1e3 * r["ttft_p99"], "ms", "24 req at 100/s", "28"),
         Figure("TPOT p99 (modelled)", 1e3 * r["tpot_p99"], "ms", "9 ms weight read per step", "28"),
         Figure("no-cache / served forward passes", r["pass_speedup"], "x", "bar: >= 3x", "28"),
         Figure("no-cache / served token positions", r["token_speedup"], "x", "bar: >= 3x", "28"),
-        Figure("max-length reservation / KV peak held", r["kv_reserved_blocks"]
-               / r["kv_peak_blocks"], "x", "paging holds sum ceil(len / B)", "28"),
-    ]  # fmt: skip
+        Figure(
+            "max-length reservation / KV peak held",
+            r["kv_reserved_blocks"] / r["kv_peak_blocks"],
+            "x",
+            "paging holds sum ceil(len / B)",
+            "28",
+        ),
+    ]
 
 
 @register
@@ -60,10 +70,25 @@ def capstone_wall_clock() -> list[Figure]:
         t_q, t_g = alternate(int8, no_cache, repeats=3)
         t_q2, t_f = alternate(int8, fp32, repeats=3)
     return [
-        Figure("INT8 server tokens/s (wall clock, CPU)", n_tokens / t_q, "tokens/s",
-               "tiny GPT, 24 requests, one thread", "28"),
-        Figure("no-cache generate / INT8 server time", t_g / t_q, "x",
-               "KV cache + batching vs recompute, one at a time", "28"),
-        Figure("INT8 / FP32 server time", t_q2 / t_f, "x",
-               "dequantizing K/V on read costs time on a CPU", "28"),
-    ]  # fmt: skip
+        Figure(
+            "INT8 server tokens/s (wall clock, CPU)",
+            n_tokens / t_q,
+            "tokens/s",
+            "tiny GPT, 24 requests, one thread",
+            "28",
+        ),
+        Figure(
+            "no-cache generate / INT8 server time",
+            t_g / t_q,
+            "x",
+            "KV cache + batching vs recompute, one at a time",
+            "28",
+        ),
+        Figure(
+            "INT8 / FP32 server time",
+            t_q2 / t_f,
+            "x",
+            "dequantizing K/V on read costs time on a CPU",
+            "28",
+        ),
+    ]

@@ -180,8 +180,14 @@ def _substituted(
                 namespace[name] = resolve(target)
             names[f"`{name}`"] = failed[earlier] = None
         # one short clause, however many earlier exercises stood in
-        yield [f"checked with the reference {', '.join(names)}, since yours failed "
-               f"{', '.join(failed)}"] if names else []  # fmt: skip
+        yield (
+            [
+                f"checked with the reference {', '.join(names)}, since yours failed "
+                f"{', '.join(failed)}"
+            ]
+            if names
+            else []
+        )
     finally:
         for namespace, name, value in reversed(saved):
             namespace[name] = value

@@ -23,9 +23,20 @@ __all__ = ["assert_public_api"]
 _ATTR_OPS = frozenset({"LOAD_ATTR", "STORE_ATTR", "DELETE_ATTR", "LOAD_METHOD"})
 _NAME_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST"})
 _REFLECTIVE = frozenset(
-    {"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec", "compile",
-     "__import__", "object"}
-)  # fmt: skip
+    {
+        "getattr",
+        "setattr",
+        "delattr",
+        "vars",
+        "globals",
+        "locals",
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "object",
+    }
+)
 
 
 _OBJECTS = tuple(getattr(builtins, n) for n in sorted(_REFLECTIVE))  # aliases count too

@@ -47,11 +47,15 @@ def _label(shape: tuple[int, ...], is_fresh: bool, more: str = "") -> str:
 
 
 _FLOP_MISTAKES = (
-    Mistake(" You counted multiplies only: each step of the dot product also adds.",
-            answer=lambda m, n, k: m * n * k),
-    Mistake(" Count the first add too (acc starts at 0), the convention behind '2mnk'.",
-            answer=lambda m, n, k: m * n * (2 * k - 1)),
-)  # fmt: skip
+    Mistake(
+        " You counted multiplies only: each step of the dot product also adds.",
+        answer=lambda m, n, k: m * n * k,
+    ),
+    Mistake(
+        " Count the first add too (acc starts at 0), the convention behind '2mnk'.",
+        answer=lambda m, n, k: m * n * (2 * k - 1),
+    ),
+)
 
 
 @grader("00.1", blocks=(f"{_COSTS}:matmul_flops", f"{_COSTS}:arithmetic_intensity"))
@@ -81,11 +85,15 @@ def _intensity(m: int, n: int, k: int, s: int) -> float:
 
 
 _INTENSITY_MISTAKES = (
-    Mistake(" You left out writing C: the result has to go back to memory too.",
-            answer=lambda m, n, k, s: 2 * m * n * k / (s * (m * k + k * n))),
-    Mistake(" Divide by bytes, not elements: multiply element counts by bytes_per_element.",
-            when=lambda got, m, n, k, s: s != 1 and abs(got - _intensity(m, n, k, s) * s) < 1e-12),
-)  # fmt: skip
+    Mistake(
+        " You left out writing C: the result has to go back to memory too.",
+        answer=lambda m, n, k, s: 2 * m * n * k / (s * (m * k + k * n)),
+    ),
+    Mistake(
+        " Divide by bytes, not elements: multiply element counts by bytes_per_element.",
+        when=lambda got, m, n, k, s: s != 1 and abs(got - _intensity(m, n, k, s) * s) < 1e-12,
+    ),
+)
 
 
 @grader(

@@ -92,8 +92,11 @@ def profiler(watch: Watch, full: bool) -> Profile:
                 if up is None or not (kinds.get(up) or kind_of(up)) & 1:
                     module = frame.f_globals.get("__name__", "?")
                     # a module's body runs when it is imported: name the import
-                    hit(f"import {module}" if code.co_name == "<module>" else
-                        f"{module}.{code.co_qualname}")  # fmt: skip
+                    hit(
+                        f"import {module}"
+                        if code.co_name == "<module>"
+                        else f"{module}.{code.co_qualname}"
+                    )
         elif event == "c_call":
             for obj, name in builtins:  # by identity: no hashing, no id() audit event
                 if arg is obj:

@@ -66,9 +66,13 @@ def _gloo_comm(rank: int, world_size: int) -> Any:
 
 
 def _sealed_child(
-    make: Callable[[], Callable[..., Any]], exercise: str, blocks: tuple[str, ...],
-    rank: int, world_size: int, args: tuple,
-) -> Any:  # fmt: skip
+    make: Callable[[], Callable[..., Any]],
+    exercise: str,
+    blocks: tuple[str, ...],
+    rank: int,
+    world_size: int,
+    args: tuple,
+) -> Any:
     """In the learner's child of a gloo rank: seal, define, run guarded; refusals fail it."""
     from a2s.checks.core import guarded
 

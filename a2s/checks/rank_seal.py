@@ -14,8 +14,18 @@ from typing import Any
 import numpy as np
 
 LEARNER = "<learner "  # file name prefix of a learner's source compiled on a rank
-_QUIET = frozenset({"builtins.id", "os.listdir", "os.scandir", "time.sleep", "os.stat",
-                    "object.__getattr__", "glob.glob", "os.chmod"})  # fmt: skip
+_QUIET = frozenset(
+    {
+        "builtins.id",
+        "os.listdir",
+        "os.scandir",
+        "time.sleep",
+        "os.stat",
+        "object.__getattr__",
+        "glob.glob",
+        "os.chmod",
+    }
+)
 _THREADS = frozenset({"start_new_thread", "start_joinable_thread", "_start_new_thread"})
 _FRAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 _ON_BEHALF = frozenset({"exec", "compile", "sys._getframe"})
@@ -232,8 +242,11 @@ def _refuse_process_groups() -> None:
             continue
         for name, attr in list(vars(cls).items()):
             if name.startswith("__") or type(attr).__name__ not in (
-                "instancemethod", "builtin_function_or_method", "staticmethod", "classmethod",
-            ):  # fmt: skip
+                "instancemethod",
+                "builtin_function_or_method",
+                "staticmethod",
+                "classmethod",
+            ):
                 continue
             try:
                 setattr(cls, name, refusing(f"torch.distributed.{cls.__name__}.{name}"))

@@ -195,10 +195,14 @@ class CountingComm:
 
 
 def on_gloo_rank(
-    comm: Any, make: Callable[[], Callable[..., Any]], *args: Any, exercise: str,
-    blocks: tuple[str, ...] = (), payload: Callable[[Any], Any] | None = None,
+    comm: Any,
+    make: Callable[[], Callable[..., Any]],
+    *args: Any,
+    exercise: str,
+    blocks: tuple[str, ...] = (),
+    payload: Callable[[Any], Any] | None = None,
     timeout: float = 60.0,
-) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+) -> tuple[Any, dict[str, Any]]:
     """On a gloo rank: run the learner's function (``make`` from :func:`learner_source`) in
     a sealed forked child, ``fn(comm_proxy, *args)``; return its plain result and this
     rank's log (``messages``, ``bytes``, ``to``, ``dtypes``, ``events``), counted here."""
@@ -220,24 +224,39 @@ def on_gloo_rank(
         return handle.wait()
 
     serve: dict[str, Callable[..., Any]] = {
-        "comm.send": counting.send, "comm.recv": counting.recv, "comm.isend": isend,
-        "comm.irecv": irecv, "comm.wait": wait, "comm.barrier": counting.barrier,
-    }  # fmt: skip
+        "comm.send": counting.send,
+        "comm.recv": counting.recv,
+        "comm.isend": isend,
+        "comm.irecv": irecv,
+        "comm.wait": wait,
+        "comm.barrier": counting.barrier,
+    }
     result = run_apart(
-        _sealed_child, make, exercise, tuple(blocks), int(comm.rank), int(comm.world_size),
-        tuple(args), serve=serve, timeout=timeout,
-    )  # fmt: skip
+        _sealed_child,
+        make,
+        exercise,
+        tuple(blocks),
+        int(comm.rank),
+        int(comm.world_size),
+        tuple(args),
+        serve=serve,
+        timeout=timeout,
+    )
     for handle in pending.values():  # sends the learner never waited for still complete
         handle.wait()
     log = {
-        "messages": counting.messages, "bytes": counting.bytes, "to": dict(counting.to),
-        "dtypes": dict(counting.dtypes), "events": list(counting.events),
-    }  # fmt: skip
+        "messages": counting.messages,
+        "bytes": counting.bytes,
+        "to": dict(counting.to),
+        "dtypes": dict(counting.dtypes),
+        "events": list(counting.events),
+    }
     return result, log
 
 
-def launch_learner(target: str, world_size: int, *args: Any, advice: str,
-                   timeout: float = 120.0) -> list[Any]:  # fmt: skip
+def launch_learner(
+    target: str, world_size: int, *args: Any, advice: str, timeout: float = 120.0
+) -> list[Any]:
     """``torchdist.launch(target, world_size, *args)``; a failed rank becomes the learner's
     own error (its class and message), else a ``CheckFailure``: ``advice`` with ``{why}``."""
     import re

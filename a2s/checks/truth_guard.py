@@ -51,9 +51,7 @@ def handout(obj: Any) -> Any:
 
 
 def _grader_module(name: str) -> bool:
-    return name in TRUTH_MODULES or (
-        name.startswith("a2s.checks.lab") and name[14:16].isdigit()
-    )
+    return name in TRUTH_MODULES or (name.startswith("a2s.checks.lab") and name[14:16].isdigit())
 
 
 def _truth(*args: Any, **kwargs: Any) -> Any:
@@ -111,8 +109,9 @@ def _through(name: str, shadow: Any, key: int, owner: int) -> Any:
     guard: types.FrameType | None = frame
     while guard is not None:  # the guarded call the student's code runs in: its arguments
         if guard.f_code.co_name == "__call__" and guard.f_globals.get("__name__") == _CORE:
-            handed = _handed((*guard.f_locals.get("args", ()),
-                              *guard.f_locals.get("kwargs", {}).values()))  # fmt: skip
+            handed = _handed(
+                (*guard.f_locals.get("args", ()), *guard.f_locals.get("kwargs", {}).values())
+            )
             if key in handed or owner in handed:
                 return shadow
             break

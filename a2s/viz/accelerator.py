@@ -41,8 +41,9 @@ def plot_utilisation(
     h = 0.8 / max(len(series), 1)
     colors = ("#3182bd", "#9ecae1", "#e6550d", "#fdae6b")
     for i, ((label, vals), color) in enumerate(zip(series.items(), colors, strict=False)):
-        ax.barh(y + (i - (len(series) - 1) / 2) * h, np.maximum(vals, 1e-4), h,
-                label=label, color=color)  # fmt: skip
+        ax.barh(
+            y + (i - (len(series) - 1) / 2) * h, np.maximum(vals, 1e-4), h, label=label, color=color
+        )
     ax.axvline(1.0, color="0.4", ls="--", lw=1)
     ax.set_xscale("log")
     ax.set_xlim(1e-4, 300)
@@ -52,8 +53,7 @@ def plot_utilisation(
     ax.set_xlabel("utilisation (useful MACs / PE-cycles), log scale")
     ax.set_title(title)
     ax.grid(True, axis="x", which="major", alpha=0.3)
-    ax.legend(loc="center right", fontsize=9, title="dashed line: 100 %",
-              title_fontsize=9)  # fmt: skip
+    ax.legend(loc="center right", fontsize=9, title="dashed line: 100 %", title_fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -74,9 +74,13 @@ def plot_link_loads(
                     if not (0 <= x + dx < w and 0 <= y + dy < h):
                         continue
                     v, (ox, oy) = loads[y, x, d], side[d]
-                    ax.plot([x + ox, x + dx + ox], [y + oy, y + dy + oy],
-                            color=plt.cm.Reds(0.25 + 0.75 * v / top) if v else "0.85",
-                            lw=1 + 4 * v / top, solid_capstyle="butt")  # fmt: skip
+                    ax.plot(
+                        [x + ox, x + dx + ox],
+                        [y + oy, y + dy + oy],
+                        color=plt.cm.Reds(0.25 + 0.75 * v / top) if v else "0.85",
+                        lw=1 + 4 * v / top,
+                        solid_capstyle="butt",
+                    )
         for rank, (x, y) in enumerate(order[name]):
             ax.scatter([x], [y], s=260, color="white", edgecolors="0.2", zorder=3)
             ax.text(x, y, str(rank), ha="center", va="center", fontsize=9, zorder=4)

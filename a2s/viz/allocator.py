@@ -29,8 +29,14 @@ def plot_memory(runs: Mapping[str, Mapping[str, np.ndarray]], title: str = "") -
     x = np.arange(len(first["live"]))
     for i, (name, cols) in enumerate(runs.items()):
         color = f"C{i}"
-        mem.plot(x, cols["reserved"] / MIB, color=color, lw=2.4 - i, alpha=0.9 - 0.3 * i,
-                 label=f"{name}: reserved")  # fmt: skip
+        mem.plot(
+            x,
+            cols["reserved"] / MIB,
+            color=color,
+            lw=2.4 - i,
+            alpha=0.9 - 0.3 * i,
+            label=f"{name}: reserved",
+        )
         dev.plot(x, np.maximum(cols["device_allocs"], 1), color=color, lw=1.6, label=name)
     mem.plot(x, first["live"] / MIB, color="black", lw=0.8, label="live bytes (lower bound)")
     peak = float(first["live"].max()) / MIB

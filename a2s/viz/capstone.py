@@ -27,10 +27,18 @@ def plot_serving(
     p50 and p99 marked."""
     fig, (ax_kv, ax_lat) = plt.subplots(1, 2, figsize=(8.7, 3.4))
     steps = np.arange(len(held))
-    ax_kv.step(steps, reserved, where="post", lw=1.5, ls="--", color="tab:red",
-               label="reserved at max length")  # fmt: skip
-    ax_kv.step(steps, bound, where="post", lw=2.5, color="tab:gray", alpha=0.6,
-               label="paging bound")  # fmt: skip
+    ax_kv.step(
+        steps,
+        reserved,
+        where="post",
+        lw=1.5,
+        ls="--",
+        color="tab:red",
+        label="reserved at max length",
+    )
+    ax_kv.step(
+        steps, bound, where="post", lw=2.5, color="tab:gray", alpha=0.6, label="paging bound"
+    )
     ax_kv.step(steps, held, where="post", lw=1.2, color="tab:blue", label="blocks held")
     ax_kv.set_xlabel("engine step")
     ax_kv.set_ylabel("KV blocks")

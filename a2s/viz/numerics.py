@@ -137,8 +137,14 @@ def plot_relative_error(
     for ax in axes:
         artists, names = ax.get_legend_handles_labels()
         handles.update(zip(names, artists, strict=True))
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
-               fontsize=9, frameon=False)  # fmt: skip
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=len(handles),
+        fontsize=9,
+        frameon=False,
+    )
     fig.suptitle(f"Rounding {n:,} log-uniform float32 values: error <= u in the normal range")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
@@ -156,11 +162,21 @@ def plot_summation_error(
     n = np.asarray(sizes, dtype=np.float64)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for i, (name, errs) in enumerate(errors.items()):
-        ax.loglog(n, np.maximum(np.asarray(errs, dtype=np.float64), floor), "o-", color=f"C{i}",
-                  label=name)  # fmt: skip
+        ax.loglog(
+            n,
+            np.maximum(np.asarray(errs, dtype=np.float64), floor),
+            "o-",
+            color=f"C{i}",
+            label=name,
+        )
     ax.loglog(n, n - 1, "--", color="gray", label="naive bound, n - 1")
-    ax.loglog(n, [pairwise_depth(int(k)) for k in sizes], ":", color="k",
-              label="pairwise bound, tree depth d")  # fmt: skip
+    ax.loglog(
+        n,
+        [pairwise_depth(int(k)) for k in sizes],
+        ":",
+        color="k",
+        label="pairwise bound, tree depth d",
+    )
     ax.axhline(2.0, color="C3", ls="-.", lw=1, label="Kahan bound, 2")
     ax.set_xlabel("n, number of float32 values summed")
     ax.set_ylabel("|computed - exact| / (u * sum|x|)")

@@ -36,8 +36,15 @@ def plot_gemm_throughput(
     top = 1.2 * max(peak, float(y.max()))
     for n, xi, yi in zip(sizes, x, y, strict=True):
         below = yi > 0.15 * top  # a label under a point near 0 would leave the frame
-        ax.annotate(f"n={n}", (xi, yi), textcoords="offset points", xytext=(6, -6 if below else 6),
-                    ha="left", va="top" if below else "bottom", fontsize=9)  # fmt: skip
+        ax.annotate(
+            f"n={n}",
+            (xi, yi),
+            textcoords="offset points",
+            xytext=(6, -6 if below else 6),
+            ha="left",
+            va="top" if below else "bottom",
+            fontsize=9,
+        )
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [f"{v:.3g}" for v in x])  # one plain label per measured size
     ax.xaxis.set_minor_locator(NullLocator())

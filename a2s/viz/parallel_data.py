@@ -29,8 +29,16 @@ def plot_bucket_overlap(
     if prediction is not None:
         ax.plot([max(sizes)], [prediction * 1e3], "*", ms=14, color="C3", label="your prediction")
     best = min(range(len(sizes)), key=lambda i: exposed[i])
-    ax.plot([sizes[best]], [exposed[best] * 1e3], "o", ms=12, mfc="none", mec="C2", mew=2,
-            label=f"best: {sizes[best] / 2**20:.2g} MiB")  # fmt: skip
+    ax.plot(
+        [sizes[best]],
+        [exposed[best] * 1e3],
+        "o",
+        ms=12,
+        mfc="none",
+        mec="C2",
+        mew=2,
+        label=f"best: {sizes[best] / 2**20:.2g} MiB",
+    )
     ax.set_xlabel("bucket size (bytes)")
     ax.set_ylabel("exposed communication (ms)")
     ax.set_title("DDP: bucket size vs communication left after backward")

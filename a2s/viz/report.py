@@ -70,8 +70,14 @@ def plot_skill_radar(
         else:
             ax.bar(a, v, width=width * 0.6, color="tab:blue", alpha=0.25, linewidth=0)
     for run in _runs(values):
-        ax.plot([angles[i] for i in run], [values[i] for i in run], "o-", color="tab:blue",
-                linewidth=2, markersize=6)  # fmt: skip
+        ax.plot(
+            [angles[i] for i in run],
+            [values[i] for i in run],
+            "o-",
+            color="tab:blue",
+            linewidth=2,
+            markersize=6,
+        )
     ax.set_xticks(angles)
     ax.set_xticklabels([])
     for a, label, v in zip(angles, labels, values, strict=True):
@@ -85,10 +91,17 @@ def plot_skill_radar(
     ax.set_rlabel_position(180 / n)  # between the first two axes, clear of the labels
     fig.suptitle(title, fontsize=13, y=0.975)
     if summary:
-        fig.text(0.5, 0.93, "\n".join(textwrap.wrap(summary, 72)), ha="center", va="top",
-                 fontsize=10)  # fmt: skip
-    fig.text(0.5, 0.02, "hatched: no graded exercise yet (a gap, not a 0); "
-             "rings mark the levels C, B, A, S", ha="center", fontsize=8, color="0.35")  # fmt: skip
+        fig.text(
+            0.5, 0.93, "\n".join(textwrap.wrap(summary, 72)), ha="center", va="top", fontsize=10
+        )
+    fig.text(
+        0.5,
+        0.02,
+        "hatched: no graded exercise yet (a gap, not a 0); rings mark the levels C, B, A, S",
+        ha="center",
+        fontsize=8,
+        color="0.35",
+    )
     return fig
 
 
@@ -119,39 +132,82 @@ def plot_profiles_radar(
     gaps = [all(s.get(label) is None for s in series.values()) for label in labels]
     for a, gap in zip(angles, gaps, strict=True):
         if gap:
-            ax.bar(a, 10, width=2 * math.pi / n, color="0.94", edgecolor="0.78", hatch="//",
-                   linewidth=0)  # fmt: skip
-    fig.text(0.5, 0.175, "each profile's subject scores, its dimension weights applied",
-             ha="center", va="center", fontsize=9)  # fmt: skip
+            ax.bar(
+                a,
+                10,
+                width=2 * math.pi / n,
+                color="0.94",
+                edgecolor="0.78",
+                hatch="//",
+                linewidth=0,
+            )
+    fig.text(
+        0.5,
+        0.175,
+        "each profile's subject scores, its dimension weights applied",
+        ha="center",
+        va="center",
+        fontsize=9,
+    )
     for k, (name, scores) in enumerate(series.items()):
         color, marker, style = _STYLES[k % len(_STYLES)]
         values = [None if (v := scores.get(label)) is None else float(v) for label in labels]
         runs = _runs(values) if any(v is not None for v in values) else []
         for run in runs:
-            ax.plot([angles[i] for i in run], [values[i] for i in run], marker=marker,
-                    linestyle=style, color=color, linewidth=2, markersize=6)  # fmt: skip
+            ax.plot(
+                [angles[i] for i in run],
+                [values[i] for i in run],
+                marker=marker,
+                linestyle=style,
+                color=color,
+                linewidth=2,
+                markersize=6,
+            )
         y = 0.14 - 0.032 * k  # the key, drawn by hand: a Legend's cached offsets mislead checks
-        fig.add_artist(Line2D([0.1, 0.14, 0.18], [y, y, y], transform=fig.transFigure,
-                              color=color, marker=marker, markevery=[1], linestyle=style,
-                              linewidth=2, markersize=6))  # fmt: skip
+        fig.add_artist(
+            Line2D(
+                [0.1, 0.14, 0.18],
+                [y, y, y],
+                transform=fig.transFigure,
+                color=color,
+                marker=marker,
+                markevery=[1],
+                linestyle=style,
+                linewidth=2,
+                markersize=6,
+            )
+        )
         fig.text(0.2, y, name, va="center", fontsize=9)
     ax.set_xticks(angles)
     ax.set_xticklabels([])
     for a, label, gap in zip(angles, labels, gaps, strict=True):
         text = "\n".join(textwrap.wrap(label, 18)) + ("\nnot assessed" if gap else "")
         x, y = math.sin(a), math.cos(a)  # as _label, but a figure text: outside the circle
-        fig.text(a, 11.0, text, transform=ax.transData, fontsize=9,
-                 ha="center" if abs(x) < 0.2 else ("left" if x > 0 else "right"),
-                 va="center" if abs(y) < 0.2 else ("bottom" if y > 0 else "top"),
-                 color="0.45" if gap else "black")  # fmt: skip
+        fig.text(
+            a,
+            11.0,
+            text,
+            transform=ax.transData,
+            fontsize=9,
+            ha="center" if abs(x) < 0.2 else ("left" if x > 0 else "right"),
+            va="center" if abs(y) < 0.2 else ("bottom" if y > 0 else "top"),
+            color="0.45" if gap else "black",
+        )
     ax.set_ylim(0, 10)
     ax.set_yticks([r for r, _ in _LEVELS])
     ax.set_yticklabels([t for _, t in _LEVELS], fontsize=8, color="0.35")
     ax.set_rlabel_position(180 / max(n, 1))
     fig.suptitle(title, fontsize=13, y=0.975)
     if summary:
-        fig.text(0.5, 0.93, "\n".join(textwrap.wrap(summary, 72)), ha="center", va="top",
-                 fontsize=10)  # fmt: skip
-    fig.text(0.5, 0.015, "hatched: no graded exercise yet (a gap, not a 0); "
-             "rings mark the levels C, B, A, S", ha="center", fontsize=8, color="0.35")  # fmt: skip
+        fig.text(
+            0.5, 0.93, "\n".join(textwrap.wrap(summary, 72)), ha="center", va="top", fontsize=10
+        )
+    fig.text(
+        0.5,
+        0.015,
+        "hatched: no graded exercise yet (a gap, not a 0); rings mark the levels C, B, A, S",
+        ha="center",
+        fontsize=8,
+        color="0.35",
+    )
     return fig

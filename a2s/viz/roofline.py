@@ -38,8 +38,13 @@ def plot_roofline(
     floor = min(r.attainable(lo) for r in roofs) / unit
     for r, color in zip(roofs, _COLORS, strict=False):
         xy = r.curve(lo, hi)
-        ax.plot(xy[:, 0], xy[:, 1] / unit, color=color, lw=2,
-                label=f"{r.name}: ridge {r.ridge:.3g} FLOP/B")  # fmt: skip
+        ax.plot(
+            xy[:, 0],
+            xy[:, 1] / unit,
+            color=color,
+            lw=2,
+            label=f"{r.name}: ridge {r.ridge:.3g} FLOP/B",
+        )
         ax.axvline(r.ridge, color=color, ls=":", lw=1)
     for k, (label, x, y) in enumerate(points, 1):
         y_plot = y / unit
@@ -73,10 +78,20 @@ def plot_scaling(
     f = serial_fraction
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.plot(p, p, color="0.6", ls="--", lw=1, label="ideal (p)")
-    ax.plot(p, [gustafson_speedup(f, float(q)) for q in p], color="tab:green", lw=2,
-            label=f"Gustafson, f = {f:.3f}")  # fmt: skip
-    ax.plot(p, [amdahl_speedup(f, float(q)) for q in p], color="tab:blue", lw=2,
-            label=f"Amdahl, f = {f:.3f}")  # fmt: skip
+    ax.plot(
+        p,
+        [gustafson_speedup(f, float(q)) for q in p],
+        color="tab:green",
+        lw=2,
+        label=f"Gustafson, f = {f:.3f}",
+    )
+    ax.plot(
+        p,
+        [amdahl_speedup(f, float(q)) for q in p],
+        color="tab:blue",
+        lw=2,
+        label=f"Amdahl, f = {f:.3f}",
+    )
     if f > 0:
         ax.axhline(1 / f, color="tab:blue", ls=":", lw=1, label=f"Amdahl's cap 1/f = {1 / f:.1f}")
     if measured:

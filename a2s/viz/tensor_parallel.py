@@ -12,8 +12,11 @@ from matplotlib.figure import Figure
 
 __all__ = ["plot_activation_memory"]
 
-_STYLE = {"tp": ("o", "C0", "TP"), "sp": ("s", "C2", "TP + SP"),
-          "recompute": ("^", "C3", "full recompute")}  # fmt: skip
+_STYLE = {
+    "tp": ("o", "C0", "TP"),
+    "sp": ("s", "C2", "TP + SP"),
+    "recompute": ("^", "C3", "full recompute"),
+}
 
 
 def plot_activation_memory(

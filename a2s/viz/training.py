@@ -59,9 +59,13 @@ def plot_loss_curves(
     """
     rows = 2 if scale is not None else 1
     fig, axes = plt.subplots(
-        rows, 1, figsize=(7, 4.2 if rows == 1 else 6), sharex=True, squeeze=False,
+        rows,
+        1,
+        figsize=(7, 4.2 if rows == 1 else 6),
+        sharex=True,
+        squeeze=False,
         gridspec_kw={"height_ratios": [3, 1][:rows]},
-    )  # fmt: skip
+    )
     ax = axes[0][0]
     styles = [("-", 3.0), ("--", 2.0), (":", 2.0), ("-", 1.2), ("-.", 1.2)]
     for i, (label, v) in enumerate(curves.items()):

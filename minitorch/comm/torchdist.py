@@ -15,11 +15,9 @@ done by ``flush``/``barrier``), so a ring where every rank sends first cannot de
 This is the one reference module that imports torch, and only inside the spawned ranks.
 
 Spawning costs about 8 s for 2 ranks and 18 s for 4 on a 2-core laptop (each imports torch):
-batch every case of a check into one launch.
-
-Lab: 21_ring_allreduce
-Paper: Sergeev & Del Balso, "Horovod: fast and easy distributed deep learning in TensorFlow"
-(2018) for the launcher pattern; PyTorch ``torch.distributed`` documentation (gloo backend).
+batch every case of a check into one launch. Lab: 21_ring_allreduce. Paper: Sergeev & Del
+Balso, "Horovod: fast and easy distributed deep learning in TensorFlow" (2018) for the
+launcher pattern; PyTorch ``torch.distributed`` documentation (gloo backend).
 """
 
 from __future__ import annotations
@@ -43,6 +41,7 @@ HOST = "127.0.0.1"
 _DTYPES = [np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8, np.uint8]
 _HEADER = 8  # int64 words: dtype code, ndim, up to six dimensions
 _JOINED = 16  # added to the dtype code when the payload follows the header in one message
+_Fn = Callable[..., Any] | str  # a rank program, or "module:function"
 
 
 class RankError(RuntimeError):
@@ -98,8 +97,7 @@ class TorchDistComm:
         self._sent_size: dict[tuple[int, int], int] = {}
         self._recv_size: dict[tuple[int, int], int] = {}
         self._free: dict[int, list[np.ndarray]] = {}  # send buffers whose transfer completed
-        self.messages_sent = 0
-        self.bytes_sent = 0
+        self.messages_sent = self.bytes_sent = 0
         self.bytes_to = [0] * self._size
 
     @property
@@ -263,8 +261,7 @@ def _root_cause(errors: dict[int, str], out: Any, until: float) -> str:
     return f"rank {rank} raised:\n{errors[rank]}{tail}"
 
 
-def launch(fn: Callable[..., Any] | str, world_size: int, *args: Any, timeout: float = 120.0,
-           threads: int = 1) -> list[Any]:  # fmt: skip
+def launch(fn: _Fn, world_size: int, *args: Any, timeout: float = 120.0, threads: int = 1) -> list:
     """Run ``fn(comm, *args)`` on ``world_size`` fresh local processes; results in rank order."""
     if not 1 <= int(world_size) <= 16:
         raise ValueError(f"world_size must be 1..16, not {world_size}")
@@ -272,8 +269,8 @@ def launch(fn: Callable[..., Any] | str, world_size: int, *args: Any, timeout: f
     out = ctx.Queue()
     cfg = {"threads": int(threads), "timeout": float(timeout)}
     port = _free_port()
-    procs = [ctx.Process(target=_rank_main, args=(fn, r, world_size, port, args, out, cfg),
-                         daemon=True) for r in range(world_size)]  # fmt: skip
+    rest, ranks = (world_size, port, args, out, cfg), range(world_size)
+    procs = [ctx.Process(target=_rank_main, args=(fn, r, *rest), daemon=True) for r in ranks]
     for p in procs:
         p.start()
     results: dict[int, Any] = {}

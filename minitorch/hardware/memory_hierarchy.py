@@ -56,18 +56,38 @@ class Level:
 
 
 H100_HIERARCHY: tuple[Level, ...] = (
-    Level("register file", 256e3 * _SMS, _SMS * 128 * 12 * _CLOCK, 10 / 8,
-          "256 KB/SM (whitepaper); bw assumed 3 fp32 operands per lane per clock; 8 KB SRAM "
-          "energy (Horowitz)"),
-    Level("SRAM (L1/shared)", 256e3 * _SMS, _SMS * 128 * _CLOCK, 100 / 8,
-          "256 KB/SM (whitepaper); bw 128 B/clk/SM as measured on Volta (Jia et al. 2018); "
-          "1 MB SRAM energy (Horowitz)"),
-    Level("L2", 50e6, 2.4 * 3.35e12, 2 * 100 / 8,
-          "50 MB (whitepaper); bw assumed 2.4x HBM, the V100 ratio measured by Jia et al. 2018; "
-          "energy assumed 2x a 1 MB SRAM for the wires"),
-    Level("HBM3", 80e9, 3.35e12, 3.9 * 8,
-          "80 GB at 3.35 TB/s (datasheet); energy 3.9 pJ/bit HBM2 (O'Connor et al. 2017)"),
-)  # fmt: skip
+    Level(
+        "register file",
+        256e3 * _SMS,
+        _SMS * 128 * 12 * _CLOCK,
+        10 / 8,
+        "256 KB/SM (whitepaper); bw assumed 3 fp32 operands per lane per clock; 8 KB SRAM "
+        "energy (Horowitz)",
+    ),
+    Level(
+        "SRAM (L1/shared)",
+        256e3 * _SMS,
+        _SMS * 128 * _CLOCK,
+        100 / 8,
+        "256 KB/SM (whitepaper); bw 128 B/clk/SM as measured on Volta (Jia et al. 2018); "
+        "1 MB SRAM energy (Horowitz)",
+    ),
+    Level(
+        "L2",
+        50e6,
+        2.4 * 3.35e12,
+        2 * 100 / 8,
+        "50 MB (whitepaper); bw assumed 2.4x HBM, the V100 ratio measured by Jia et al. 2018; "
+        "energy assumed 2x a 1 MB SRAM for the wires",
+    ),
+    Level(
+        "HBM3",
+        80e9,
+        3.35e12,
+        3.9 * 8,
+        "80 GB at 3.35 TB/s (datasheet); energy 3.9 pJ/bit HBM2 (O'Connor et al. 2017)",
+    ),
+)
 
 
 def _ceil(x: int, y: int) -> int:

@@ -67,8 +67,14 @@ SPECS: dict[str, AcceleratorSpec] = {
     "A100": AcceleratorSpec(
         "A100 SXM 80GB",
         bandwidth=2039e9,
-        peak={"fp64": 9.7 * T, "fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T,
-              "fp16": 312 * T, "int8": 624 * T},
+        peak={
+            "fp64": 9.7 * T,
+            "fp32": 19.5 * T,
+            "tf32": 156 * T,
+            "bf16": 312 * T,
+            "fp16": 312 * T,
+            "int8": 624 * T,
+        },
         memory_gb=80,
         source="NVIDIA A100 Tensor Core GPU datasheet (2021), SXM column; dense figures",
     ),
@@ -94,7 +100,7 @@ SPECS: dict[str, AcceleratorSpec] = {
         source="Google Cloud TPU v4 system-architecture page as datasheet (275 TFLOPS bf16 "
         "and int8, 32 GiB HBM2, 1,200 GB/s); Jouppi et al. ISCA 2023",
     ),
-}  # fmt: skip
+}
 
 NOT_LISTED: dict[str, str] = {
     "Ascend 910B": "no vendor datasheet to cite; published figures disagree (see module docstring)",
@@ -113,12 +119,32 @@ class MatrixUnit:
 
 
 MATRIX_UNITS: dict[str, MatrixUnit] = {
-    "A100": MatrixUnit("A100 tensor core", 108 * 4, 256, None,
-                       "NVIDIA A100 whitepaper (2020): 4 per SM, 256 FP16 FMA/clock each"),
-    "H100": MatrixUnit("H100 tensor core", 132 * 4, 512, None,
-                       "NVIDIA H100 whitepaper (2022): 4 per SM, 2x A100's MMA rate per clock"),
-    "TPU v4": MatrixUnit("TPU v4 MXU", 8, 128 * 128, (128, 128),
-                         "Jouppi et al. ISCA 2023: 2 TensorCores x 4 MXUs, 128x128 systolic"),
-    "Ascend 910": MatrixUnit("DaVinci cube", 32, 16 * 16 * 16, (16, 16, 16),
-                             "Liao et al. HPCA 2021 (Ascend): 32 DaVinci cores, 16x16x16 cube"),
-}  # fmt: skip
+    "A100": MatrixUnit(
+        "A100 tensor core",
+        108 * 4,
+        256,
+        None,
+        "NVIDIA A100 whitepaper (2020): 4 per SM, 256 FP16 FMA/clock each",
+    ),
+    "H100": MatrixUnit(
+        "H100 tensor core",
+        132 * 4,
+        512,
+        None,
+        "NVIDIA H100 whitepaper (2022): 4 per SM, 2x A100's MMA rate per clock",
+    ),
+    "TPU v4": MatrixUnit(
+        "TPU v4 MXU",
+        8,
+        128 * 128,
+        (128, 128),
+        "Jouppi et al. ISCA 2023: 2 TensorCores x 4 MXUs, 128x128 systolic",
+    ),
+    "Ascend 910": MatrixUnit(
+        "DaVinci cube",
+        32,
+        16 * 16 * 16,
+        (16, 16, 16),
+        "Liao et al. HPCA 2021 (Ascend): 32 DaVinci cores, 16x16x16 cube",
+    ),
+}

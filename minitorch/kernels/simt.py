@@ -177,8 +177,15 @@ def _flat(
 class ThreadContext:
     """What a kernel sees: its indices, shared memory, barriers, loads and stores."""
 
-    def __init__(self, block_idx: Dim3, block: Dim3, grid: Dim3, stats: KernelStats,
-                 segment: int, shared_limit: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        block_idx: Dim3,
+        block: Dim3,
+        grid: Dim3,
+        stats: KernelStats,
+        segment: int,
+        shared_limit: int,
+    ) -> None:
         lin = np.arange(block.size())
         self.threadIdx = Dim3(lin % block.x, lin // block.x % block.y, lin // (block.x * block.y))
         self.blockIdx, self.blockDim, self.gridDim = block_idx, block, grid
@@ -220,8 +227,9 @@ class ThreadContext:
         self._count(arr, flat, active, store=False)
         return np.where(active, arr._data[flat], arr._data.dtype.type(0))
 
-    def store(self, arr: DeviceArray | SharedArray, index: Index, value: Any,
-              mask: Any = None) -> None:  # fmt: skip
+    def store(
+        self, arr: DeviceArray | SharedArray, index: Index, value: Any, mask: Any = None
+    ) -> None:
         """Each active thread writes its ``value`` to ``arr[index]``. Counted per warp."""
         active = self._mask(mask)
         flat = _flat(arr, index, active, "store")
@@ -229,8 +237,9 @@ class ThreadContext:
         value = np.broadcast_to(np.asarray(value), self.tid.shape)
         arr._data[flat[active]] = value[active]
 
-    def _count(self, arr: DeviceArray | SharedArray, flat: np.ndarray, active: np.ndarray,
-               store: bool) -> None:  # fmt: skip
+    def _count(
+        self, arr: DeviceArray | SharedArray, flat: np.ndarray, active: np.ndarray, store: bool
+    ) -> None:
         s, item = self._stats, arr._data.itemsize
         if isinstance(arr, DeviceArray):
             per_warp = warp_segments(flat * item, active, self._segment)

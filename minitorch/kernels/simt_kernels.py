@@ -90,8 +90,9 @@ def block_sum_divergent(ctx: ThreadContext, x: DeviceArray, out: DeviceArray, n:
     _block_sum(ctx, x, out, n, "divergent")
 
 
-def matmul_naive(ctx: ThreadContext, a: DeviceArray, b: DeviceArray, c: DeviceArray,
-                 m: int, n: int, k: int) -> None:  # fmt: skip
+def matmul_naive(
+    ctx: ThreadContext, a: DeviceArray, b: DeviceArray, c: DeviceArray, m: int, n: int, k: int
+) -> None:
     """c = a @ b, each thread reading a row of a and a column of b from global memory."""
     row = ctx.blockIdx.y * ctx.blockDim.y + ctx.threadIdx.y
     col = ctx.blockIdx.x * ctx.blockDim.x + ctx.threadIdx.x
@@ -101,8 +102,9 @@ def matmul_naive(ctx: ThreadContext, a: DeviceArray, b: DeviceArray, c: DeviceAr
     ctx.store(c, (row, col), acc)
 
 
-def matmul_tiled(ctx: ThreadContext, a: DeviceArray, b: DeviceArray, c: DeviceArray,
-                 m: int, n: int, k: int) -> None:  # fmt: skip
+def matmul_tiled(
+    ctx: ThreadContext, a: DeviceArray, b: DeviceArray, c: DeviceArray, m: int, n: int, k: int
+) -> None:
     """c = a @ b; 16x16 tiles of a and b staged in shared memory, each read 16 times there.
 
     Shapes are multiples of TILE. Global traffic: every block reads k/16 tiles of a and of b,
@@ -122,8 +124,9 @@ def matmul_tiled(ctx: ThreadContext, a: DeviceArray, b: DeviceArray, c: DeviceAr
     ctx.store(c, (row, col), acc)
 
 
-def transpose_naive(ctx: ThreadContext, src: DeviceArray, dst: DeviceArray,
-                    rows: int, cols: int) -> None:  # fmt: skip
+def transpose_naive(
+    ctx: ThreadContext, src: DeviceArray, dst: DeviceArray, rows: int, cols: int
+) -> None:
     """dst = src.T directly: coalesced reads, writes 32 rows apart (32 segments a warp)."""
     r = ctx.blockIdx.y * 32 + ctx.threadIdx.y
     c = ctx.blockIdx.x * 32 + ctx.threadIdx.x
@@ -139,13 +142,15 @@ def _transpose_tile(ctx: ThreadContext, src: DeviceArray, dst: DeviceArray, widt
     ctx.store(dst, (ctx.blockIdx.x * 32 + ty, ctx.blockIdx.y * 32 + tx), ctx.load(tile, (tx, ty)))
 
 
-def transpose_shared(ctx: ThreadContext, src: DeviceArray, dst: DeviceArray,
-                     rows: int, cols: int) -> None:  # fmt: skip
+def transpose_shared(
+    ctx: ThreadContext, src: DeviceArray, dst: DeviceArray, rows: int, cols: int
+) -> None:
     """Through a 32x32 shared tile: coalesced both ways, but a column read is one bank."""
     _transpose_tile(ctx, src, dst, 32)
 
 
-def transpose_padded(ctx: ThreadContext, src: DeviceArray, dst: DeviceArray,
-                     rows: int, cols: int) -> None:  # fmt: skip
+def transpose_padded(
+    ctx: ThreadContext, src: DeviceArray, dst: DeviceArray, rows: int, cols: int
+) -> None:
     """Through a 32x33 tile: the padding column spreads a column over all 32 banks."""
     _transpose_tile(ctx, src, dst, 33)

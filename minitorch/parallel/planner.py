@@ -77,8 +77,18 @@ def selene(gpus: int) -> Cluster:
 def dgx_h100(gpus: int) -> Cluster:
     """DGX H100 nodes (8 GPUs, NVLink 450 GB/s per direction) and 8 x 400 Gb/s IB."""
     h100 = SPECS["H100"]
-    return Cluster(f"{gpus} x H100 80GB", gpus, 8, h100.memory_gb * 1e9, h100.peak["bf16"],
-                   450e9, 5e-6, 50e9, 10e-6, h100.bandwidth)  # fmt: skip
+    return Cluster(
+        f"{gpus} x H100 80GB",
+        gpus,
+        8,
+        h100.memory_gb * 1e9,
+        h100.peak["bf16"],
+        450e9,
+        5e-6,
+        50e9,
+        10e-6,
+        h100.bandwidth,
+    )
 
 
 @dataclass(frozen=True, slots=True)

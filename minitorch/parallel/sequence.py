@@ -151,9 +151,16 @@ def _leave_backward(comm: Communicator, dy: np.ndarray, mode: str) -> np.ndarray
     return all_gather(comm, dy) if mode == "sp" else dy
 
 
-def sp_mlp_forward(comm: Communicator, x: np.ndarray, ln_g: np.ndarray, ln_b: np.ndarray,
-                   w1: np.ndarray, b1: np.ndarray, w2: np.ndarray,
-                   b2: np.ndarray) -> tuple[np.ndarray, dict]:  # fmt: skip
+def sp_mlp_forward(
+    comm: Communicator,
+    x: np.ndarray,
+    ln_g: np.ndarray,
+    ln_b: np.ndarray,
+    w1: np.ndarray,
+    b1: np.ndarray,
+    w2: np.ndarray,
+    b2: np.ndarray,
+) -> tuple[np.ndarray, dict]:
     """The MLP block under SP on this rank's ``s/t`` rows: ``x + MLP(LN(x))`` and what backward
     keeps (the LayerNorm output as a shard: backward all-gathers it again)."""
     ln = layer_norm(x, ln_g, ln_b)
@@ -161,8 +168,9 @@ def sp_mlp_forward(comm: Communicator, x: np.ndarray, ln_g: np.ndarray, ln_b: np
     return x + reduce_scatter(comm, part) + b2, {"x": x, "ln": ln, "z": z, "a": a}
 
 
-def layer_forward(comm: Communicator, x: np.ndarray, p: Params, masks: dict, heads: int,
-                  rate: float, mode: str) -> tuple[np.ndarray, dict]:  # fmt: skip
+def layer_forward(
+    comm: Communicator, x: np.ndarray, p: Params, masks: dict, heads: int, rate: float, mode: str
+) -> tuple[np.ndarray, dict]:
     """One layer on one rank: ``x`` is ``(s, b, h)`` (``"tp"``, ``"recompute"``) or this
     rank's ``s/t`` rows (``"sp"``); ``p`` and ``masks`` from :func:`shard_layer` and
     :func:`rank_masks`, ``heads`` this rank's heads. Returns the output and the cache."""
@@ -172,8 +180,9 @@ def layer_forward(comm: Communicator, x: np.ndarray, p: Params, masks: dict, hea
     scale = 1.0 / (1.0 - rate)
     c: dict[str, Any] = {"x": x, "ln1": layer_norm(x, p["ln1_g"], p["ln1_b"])}
     u = _enter(comm, c["ln1"], mode)
-    part, c["attn"] = attention_partial(u, p["wq"], p["wk"], p["wv"], p["wo"], heads,
-                                        masks["attn"], rate)  # fmt: skip
+    part, c["attn"] = attention_partial(
+        u, p["wq"], p["wk"], p["wv"], p["wo"], heads, masks["attn"], rate
+    )
     del c["attn"]["x"]  # that is ln1 (gathered again in backward under SP)
     c["m1"] = masks["out1"]
     c["h1"] = x + (_leave(comm, part, mode) + p["bo"]) * c["m1"] * scale

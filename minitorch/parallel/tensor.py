@@ -105,8 +105,9 @@ def mlp_partial(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray) -
     return a @ w2, z, a  # row-parallel: a partial sum of the output
 
 
-def mlp_partial_backward(x: np.ndarray, z: np.ndarray, a: np.ndarray, w1: np.ndarray,
-                         w2: np.ndarray, dy: np.ndarray) -> tuple:  # fmt: skip
+def mlp_partial_backward(
+    x: np.ndarray, z: np.ndarray, a: np.ndarray, w1: np.ndarray, w2: np.ndarray, dy: np.ndarray
+) -> tuple:
     """``(dx_partial, dw1, db1, dw2)`` of :func:`mlp_partial` given the output gradient."""
     dw2 = _rows(a).T @ _rows(dy)
     dz = (dy @ w2.T) * gelu_grad(z)
@@ -114,15 +115,27 @@ def mlp_partial_backward(x: np.ndarray, z: np.ndarray, a: np.ndarray, w1: np.nda
     return dz @ w1.T, dw1, db1, dw2
 
 
-def tp_mlp_forward(comm: Communicator, x: np.ndarray, w1: np.ndarray, b1: np.ndarray,
-                   w2: np.ndarray, b2: np.ndarray) -> np.ndarray:  # fmt: skip
+def tp_mlp_forward(
+    comm: Communicator,
+    x: np.ndarray,
+    w1: np.ndarray,
+    b1: np.ndarray,
+    w2: np.ndarray,
+    b2: np.ndarray,
+) -> np.ndarray:
     """``gelu(x W1 + b1) W2 + b2`` with W1 column- and W2 row-sharded: one all-reduce."""
     partial, _, _ = mlp_partial(f_forward(comm, x), w1, b1, w2)
     return g_forward(comm, partial) + b2  # the bias once, after the sum
 
 
-def tp_mlp_backward(comm: Communicator, x: np.ndarray, w1: np.ndarray, b1: np.ndarray,
-                    w2: np.ndarray, dy: np.ndarray) -> tuple:  # fmt: skip
+def tp_mlp_backward(
+    comm: Communicator,
+    x: np.ndarray,
+    w1: np.ndarray,
+    b1: np.ndarray,
+    w2: np.ndarray,
+    dy: np.ndarray,
+) -> tuple:
     """``(dx, dw1, db1, dw2, db2)``: shard gradients, ``dx`` all-reduced (f's backward)."""
     z = x @ w1 + b1
     dx, dw1, db1, dw2 = mlp_partial_backward(x, z, gelu(z), w1, w2, g_backward(comm, dy))
@@ -130,9 +143,16 @@ def tp_mlp_backward(comm: Communicator, x: np.ndarray, w1: np.ndarray, b1: np.nd
 
 
 # ------------------------------------------------------------------ attention, by heads
-def attention_partial(x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray,
-                      wo: np.ndarray, heads: int, keep: np.ndarray | None = None,
-                      rate: float = 0.0) -> tuple[np.ndarray, Cache]:  # fmt: skip
+def attention_partial(
+    x: np.ndarray,
+    wq: np.ndarray,
+    wk: np.ndarray,
+    wv: np.ndarray,
+    wo: np.ndarray,
+    heads: int,
+    keep: np.ndarray | None = None,
+    rate: float = 0.0,
+) -> tuple[np.ndarray, Cache]:
     """Causal attention over this rank's ``heads`` heads; the output projection's partial sum.
 
     ``keep`` (b, heads, s, s) is the dropout mask of the attention probabilities (scaled by
@@ -180,17 +200,31 @@ def attention_partial_backward(
     return dx, xr.T @ _rows(dq), xr.T @ _rows(dk), xr.T @ _rows(dv), dwo
 
 
-def tp_attention_forward(comm: Communicator, x: np.ndarray, wq: np.ndarray, wk: np.ndarray,
-                         wv: np.ndarray, wo: np.ndarray, bo: np.ndarray,
-                         heads: int) -> np.ndarray:  # fmt: skip
+def tp_attention_forward(
+    comm: Communicator,
+    x: np.ndarray,
+    wq: np.ndarray,
+    wk: np.ndarray,
+    wv: np.ndarray,
+    wo: np.ndarray,
+    bo: np.ndarray,
+    heads: int,
+) -> np.ndarray:
     """Head-parallel causal self-attention: Q, K, V column-, W_o row-sharded; one all-reduce."""
     partial, _ = attention_partial(f_forward(comm, x), wq, wk, wv, wo, heads)
     return g_forward(comm, partial) + bo
 
 
-def tp_attention_backward(comm: Communicator, x: np.ndarray, wq: np.ndarray, wk: np.ndarray,
-                          wv: np.ndarray, wo: np.ndarray, heads: int,
-                          dy: np.ndarray) -> tuple:  # fmt: skip
+def tp_attention_backward(
+    comm: Communicator,
+    x: np.ndarray,
+    wq: np.ndarray,
+    wk: np.ndarray,
+    wv: np.ndarray,
+    wo: np.ndarray,
+    heads: int,
+    dy: np.ndarray,
+) -> tuple:
     """``(dx, dwq, dwk, dwv, dwo, dbo)``, recomputing the forward; ``dx`` all-reduced."""
     _, cache = attention_partial(x, wq, wk, wv, wo, heads)
     dx, *grads = attention_partial_backward(cache, wq, wk, wv, wo, g_backward(comm, dy))
@@ -198,8 +232,9 @@ def tp_attention_backward(comm: Communicator, x: np.ndarray, wq: np.ndarray, wk:
 
 
 # ------------------------------------------------------------------ the vocabulary, sharded
-def vocab_embedding_forward(comm: Communicator, ids: np.ndarray, table: np.ndarray,
-                            start: int) -> np.ndarray:  # fmt: skip
+def vocab_embedding_forward(
+    comm: Communicator, ids: np.ndarray, table: np.ndarray, start: int
+) -> np.ndarray:
     """Look up ``ids`` in a table whose rows ``start .. start + V/t`` this rank holds.
 
     Ids outside the shard give zeros; the all-reduce fills in every row from its owner.
@@ -210,8 +245,9 @@ def vocab_embedding_forward(comm: Communicator, ids: np.ndarray, table: np.ndarr
     return all_reduce(comm, out)
 
 
-def vocab_embedding_backward(ids: np.ndarray, shape: tuple[int, ...], start: int,
-                             dout: np.ndarray) -> np.ndarray:  # fmt: skip
+def vocab_embedding_backward(
+    ids: np.ndarray, shape: tuple[int, ...], start: int, dout: np.ndarray
+) -> np.ndarray:
     """Gradient of this rank's table shard: scatter-add of the rows it owns (no communication)."""
     local = ids - start
     mine = (local >= 0) & (local < shape[0])
@@ -225,8 +261,9 @@ def all_reduce_max(comm: Communicator, x: np.ndarray) -> np.ndarray:
     return all_gather(comm, x[None]).max(axis=0)
 
 
-def vocab_parallel_cross_entropy(comm: Communicator, logits: np.ndarray, targets: np.ndarray,
-                                 start: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def vocab_parallel_cross_entropy(
+    comm: Communicator, logits: np.ndarray, targets: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-token loss and this shard's gradient of the mean loss, logits never gathered.
 
     ``logits`` is ``(n, V/t)``, the columns ``start ..`` of the full ``(n, V)``. Three

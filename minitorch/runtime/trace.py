@@ -100,8 +100,11 @@ def _step(rec: _Recorder, graph: list[Tensor], params: Sequence[Tensor]) -> dict
         if t.node is None or not _owns(t):
             continue
         data[id(t)] = rec.alloc(t.data.nbytes)
-        done = [u for u in graph[:k] if id(u) in data and id(u) not in saved
-                and id(u) not in keep and last_use[id(u)] == k]  # fmt: skip
+        done = [
+            u
+            for u in graph[:k]
+            if id(u) in data and id(u) not in saved and id(u) not in keep and last_use[id(u)] == k
+        ]
         for u in done:
             rec.free(data.pop(id(u)), u.data.nbytes)
     grads: dict[int, int] = {id(graph[-1]): rec.alloc(graph[-1].data.nbytes)}

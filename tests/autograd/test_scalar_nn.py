@@ -31,8 +31,12 @@ def test_forward_and_grads_match_torch() -> None:
     ref, params = _torch_forward(model, x)
     ref[0].backward()
     assert np.isclose(out.data, ref.item(), rtol=1e-12)
-    want = np.concatenate([torch.cat([w.grad, b.grad[:, None]], 1).numpy().ravel()
-                           for w, b in zip(params[::2], params[1::2], strict=True)])  # fmt: skip
+    want = np.concatenate(
+        [
+            torch.cat([w.grad, b.grad[:, None]], 1).numpy().ravel()
+            for w, b in zip(params[::2], params[1::2], strict=True)
+        ]
+    )
     got = np.array([p.grad for p in model.parameters()])
     assert np.allclose(got, want, rtol=1e-10, atol=1e-14)
 

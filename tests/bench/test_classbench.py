@@ -55,8 +55,13 @@ def test_figures_count_right_verdicts_and_flag_a_missed_target(
         out = []
         for i, path in enumerate(sorted(expected)):
             wrong = i == 0  # one verdict off, one slow notebook
-            res = SubmissionResult(path, None, score=1.0 if wrong else 0.0,
-                                   max_score=5.0, wall_time=70.0 if wrong else 5.0)  # fmt: skip
+            res = SubmissionResult(
+                path,
+                None,
+                score=1.0 if wrong else 0.0,
+                max_score=5.0,
+                wall_time=70.0 if wrong else 5.0,
+            )
             out.append(res)
             if on_done is not None:
                 on_done(res, out, False)

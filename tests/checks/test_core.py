@@ -158,9 +158,15 @@ def _torch_in_thread(x: int) -> int:
 
 @pytest.mark.parametrize(
     "cheat",
-    [_torch_direct, _torch_aliased, _torch_method, _torch_in_helper, _torch_swallowed,
-     _torch_in_thread],
-)  # fmt: skip
+    [
+        _torch_direct,
+        _torch_aliased,
+        _torch_method,
+        _torch_in_helper,
+        _torch_swallowed,
+        _torch_in_thread,
+    ],
+)
 def test_torch_is_forbidden_anywhere_in_the_call_tree(cheat) -> None:
     with pytest.raises(ForbiddenCallError, match=r"`torch\."):
         check_double(cheat)

@@ -93,10 +93,18 @@ def test_the_proxy_holds_nothing_of_the_object():
 
 def test_results_are_plain_values():
     got = run_apart(
-        lambda a, b=0: (a + b, [1.5, None, True], {"k": b"x"}, np.arange(3, dtype=np.int32),
-                        np.float32(2.5), 3 + 4j, "é"),
-        2, b=5,
-    )  # fmt: skip
+        lambda a, b=0: (
+            a + b,
+            [1.5, None, True],
+            {"k": b"x"},
+            np.arange(3, dtype=np.int32),
+            np.float32(2.5),
+            3 + 4j,
+            "é",
+        ),
+        2,
+        b=5,
+    )
     assert got[:4] == (7, [1.5, None, True], {"k": b"x"}, got[3])
     assert got[3].dtype == np.int32 and list(got[3]) == [0, 1, 2]
     assert type(got[4]) is np.float32 and got[5:] == (3 + 4j, "é")
@@ -108,11 +116,27 @@ class _Odd:
 
 @pytest.mark.parametrize(
     "value",
-    [always_equal(3), always_equal(2.0), _Odd(), np.array([object()]),
-     np.zeros(2, dtype=[("a", "f8")]), lambda: 1, {1, 2}, type("L", (list,), {})()],
-    ids=["int-subclass", "float-subclass", "object", "object-array", "structured", "function",
-         "set", "list-subclass"],
-)  # fmt: skip
+    [
+        always_equal(3),
+        always_equal(2.0),
+        _Odd(),
+        np.array([object()]),
+        np.zeros(2, dtype=[("a", "f8")]),
+        lambda: 1,
+        {1, 2},
+        type("L", (list,), {})(),
+    ],
+    ids=[
+        "int-subclass",
+        "float-subclass",
+        "object",
+        "object-array",
+        "structured",
+        "function",
+        "set",
+        "list-subclass",
+    ],
+)
 def test_the_codec_refuses_what_is_not_plain(value):
     with pytest.raises(CheckFailure, match=r"plain values|dtype|only"):
         encode(value)

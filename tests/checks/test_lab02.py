@@ -41,8 +41,13 @@ def pow_rule(x, k):
     return x**k, (k * x ** (k - 1),)
 
 
-RULES = {"mul": mul_rule, "div": div_rule, "tanh": tanh_rule, "sigmoid": sigmoid_rule,
-         "pow": pow_rule}  # fmt: skip
+RULES = {
+    "mul": mul_rule,
+    "div": div_rule,
+    "tanh": tanh_rule,
+    "sigmoid": sigmoid_rule,
+    "pow": pow_rule,
+}
 
 
 def check_rules(**replace):

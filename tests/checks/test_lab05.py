@@ -37,8 +37,15 @@ def _costs(**swap):
 
 
 def test_op_costs_reference_passes(capsys):
-    ref = [unblocked(f) for f in (hardware.gemv_cost, hardware.softmax_cost,
-                                  hardware.layernorm_cost, hardware.attention_cost)]  # fmt: skip
+    ref = [
+        unblocked(f)
+        for f in (
+            hardware.gemv_cost,
+            hardware.softmax_cost,
+            hardware.layernorm_cost,
+            hardware.attention_cost,
+        )
+    ]
     lab05.check_op_costs(*ref)
     assert "✔ Exercise 05.1 passed" in capsys.readouterr().out
 
@@ -270,13 +277,20 @@ def test_checks_reject_the_graders_own_ground_truth():
     from a2s.checks.lab05 import intensity, roofline, scaling
 
     truth = "a2s.checks.lab05"
-    rejects(lab05.check_op_costs, *_costs(gemv=intensity._gemv), match=truth,
-            error=ReferenceCalledError)  # fmt: skip
+    rejects(
+        lab05.check_op_costs, *_costs(gemv=intensity._gemv), match=truth, error=ReferenceCalledError
+    )
     rejects(lab05.check_roofline, roofline._truth, match=truth, error=ReferenceCalledError)
-    rejects(lab05.check_speedups, scaling._amdahl, scaling._gustafson, match=truth,
-            error=ReferenceCalledError)  # fmt: skip
-    rejects(lab05.check_serial_fraction, scaling._least_squares, match=truth,
-            error=ReferenceCalledError)  # fmt: skip
+    rejects(
+        lab05.check_speedups,
+        scaling._amdahl,
+        scaling._gustafson,
+        match=truth,
+        error=ReferenceCalledError,
+    )
+    rejects(
+        lab05.check_serial_fraction, scaling._least_squares, match=truth, error=ReferenceCalledError
+    )
 
 
 def test_op_costs_accepts_a_dataclass_of_ones_own():
@@ -292,8 +306,11 @@ def test_op_costs_accepts_a_dataclass_of_ones_own():
 
 
 def test_op_costs_rejects_floats_where_ints_are_asked():
-    rejects(lab05.check_op_costs, *_costs(softmax=lambda r, c, s: (5.0 * r * c, 2 * s * r * c)),
-            match="Python ints")  # fmt: skip
+    rejects(
+        lab05.check_op_costs,
+        *_costs(softmax=lambda r, c, s: (5.0 * r * c, 2 * s * r * c)),
+        match="Python ints",
+    )
 
 
 def test_serial_fraction_fits_repeats_as_points():
@@ -315,31 +332,65 @@ def test_serial_fraction_fits_repeats_as_points():
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
 MUSTS = [
     ("05.1", "Exercise code may not call torch", "test_attempt"),
-    ("05.1", "nor the `minitorch` reference of the function the exercise asks you to write",
-     "test_op_costs_rejects_reference_calls"),
-    ("05.1", "returning the pair `(flops, bytes)` as Python ints",
-     "test_op_costs_rejects_floats_where_ints_are_asked"),
+    (
+        "05.1",
+        "nor the `minitorch` reference of the function the exercise asks you to write",
+        "test_op_costs_rejects_reference_calls",
+    ),
+    (
+        "05.1",
+        "returning the pair `(flops, bytes)` as Python ints",
+        "test_op_costs_rejects_floats_where_ints_are_asked",
+    ),
     ("05.1", "per-row scalar ops included", "test_op_costs_rejects_wrong_counts"),
-    ("05.1", "writes $S = QK^\\top$ and $P = \\mathrm{softmax}(S)$ to memory and reads each back "
-     "once", "test_op_costs_rejects_wrong_counts"),
-    ("05.1", "*Invariant:* `softmax_cost(1, 1, 4) == (5, 8)`",
-     "test_op_costs_rejects_wrong_counts"),
-    ("05.2", "exactly at the ridge both roofs are equal; call it `\"compute\"`",
-     "test_roofline_rejects_wrong_bounds"),
-    ("05.2", "`\"memory\"` when the op is left of the ridge point",
-     "test_roofline_rejects_wrong_bounds"),
-    ("05.2", "*Invariant:* `roofline_bound(1.0, 100.0, 10.0) == (10.0, \"memory\")`",
-     "test_roofline_rejects_wrong_bounds"),
+    (
+        "05.1",
+        "writes $S = QK^\\top$ and $P = \\mathrm{softmax}(S)$ to memory and reads each back once",
+        "test_op_costs_rejects_wrong_counts",
+    ),
+    (
+        "05.1",
+        "*Invariant:* `softmax_cost(1, 1, 4) == (5, 8)`",
+        "test_op_costs_rejects_wrong_counts",
+    ),
+    (
+        "05.2",
+        'exactly at the ridge both roofs are equal; call it `"compute"`',
+        "test_roofline_rejects_wrong_bounds",
+    ),
+    (
+        "05.2",
+        '`"memory"` when the op is left of the ridge point',
+        "test_roofline_rejects_wrong_bounds",
+    ),
+    (
+        "05.2",
+        '*Invariant:* `roofline_bound(1.0, 100.0, 10.0) == (10.0, "memory")`',
+        "test_roofline_rejects_wrong_bounds",
+    ),
     ("05.3", "the roofline's lower bound on time", "test_prediction_rejects_wrong_answers"),
     ("05.3", "for each op of `lab05.PREDICT_OPS`", "test_prediction_rejects_wrong_answers"),
-    ("05.3", "your prediction `\"memory\"` or `\"compute\"` on **this** machine",
-     "test_prediction_rejects_wrong_answers"),
-    ("05.3", "*Invariant:* `predicted_seconds(1e9, 1e6, 1e9, 1e9) == 1.0`",
-     "test_prediction_rejects_wrong_answers"),
+    (
+        "05.3",
+        'your prediction `"memory"` or `"compute"` on **this** machine',
+        "test_prediction_rejects_wrong_answers",
+    ),
+    (
+        "05.3",
+        "*Invariant:* `predicted_seconds(1e9, 1e6, 1e9, 1e9) == 1.0`",
+        "test_prediction_rejects_wrong_answers",
+    ),
     ("05.4", "`f` the serial fraction", "test_speedups_reject_wrong_laws"),
-    ("05.4", "*Invariant:* `amdahl(0.25, 4) == 16 / 7` and `gustafson(0.25, 4) == 3.25`",
-     "test_speedups_reject_wrong_laws"),
-    ("05.5", "fit $a, b$ by least squares over **all** the measurements (repeats at the same $p$ "
-     "allowed)", "test_serial_fraction_fits_repeats_as_points"),
+    (
+        "05.4",
+        "*Invariant:* `amdahl(0.25, 4) == 16 / 7` and `gustafson(0.25, 4) == 3.25`",
+        "test_speedups_reject_wrong_laws",
+    ),
+    (
+        "05.5",
+        "fit $a, b$ by least squares over **all** the measurements (repeats at the same $p$ "
+        "allowed)",
+        "test_serial_fraction_fits_repeats_as_points",
+    ),
     ("05.5", "return $f = a/(a + b)$", "test_serial_fraction_rejects_wrong_fits"),
-]  # fmt: skip
+]

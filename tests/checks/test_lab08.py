@@ -328,9 +328,11 @@ def softmax_reading_uncounted(hbm, block):  # reads X whole through the host-sid
 
 @pytest.mark.parametrize(
     ("fn", "match"),
-    [(softmax_that_zeroes_its_counters, "SRAM tile"),  # fails on the whole-X load first
-     (softmax_reading_uncounted, "no attribute 'array'")],
-)  # fmt: skip
+    [
+        (softmax_that_zeroes_its_counters, "SRAM tile"),  # fails on the whole-X load first
+        (softmax_reading_uncounted, "no attribute 'array'"),
+    ],
+)
 def test_a_kernel_that_touches_the_counters_is_rejected(fn, match):
     # the kernel's HBM is a proxy of requests: no counters, no host copy on it
     with pytest.raises((CheckFailure, StudentError), match=match):

@@ -757,8 +757,12 @@ def backward_storing_p(hbm, bq, bk, causal, scale):
     hbm.alloc("P", (n, n))
     for i0 in range(0, n, bq):
         for j0 in range(0, n, bk):
-            hbm.store("P", np.zeros((min(bq, n - i0), min(bk, n - j0))),
-                      slice(i0, min(i0 + bq, n)), slice(j0, min(j0 + bk, n)))  # fmt: skip
+            hbm.store(
+                "P",
+                np.zeros((min(bq, n - i0), min(bk, n - j0))),
+                slice(i0, min(i0 + bq, n)),
+                slice(j0, min(j0 + bk, n)),
+            )
     backward_written_apart(hbm, bq, bk, causal, scale)
 
 

@@ -374,33 +374,64 @@ def test_gqa_k_and_v_share_one_mapping():
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
 MUSTS = [
     ("09.1", "Exercise code may not call torch", "test_attempt"),
-    ("09.1", "nor the `minitorch.model` reference of the piece the exercise asks you to write",
-     "test_causal_attention_rejects_the_reference"),
+    (
+        "09.1",
+        "nor the `minitorch.model` reference of the piece the exercise asks you to write",
+        "test_causal_attention_rejects_the_reference",
+    ),
     ("09.1", "$-\\infty$ above the diagonal", "test_causal_attention_rejects_wrong_answers"),
-    ("09.1", "a numerically safe softmax over the keys (subtract the row maximum)",
-     "test_causal_attention_needs_a_safe_softmax"),
+    (
+        "09.1",
+        "a numerically safe softmax over the keys (subtract the row maximum)",
+        "test_causal_attention_needs_a_safe_softmax",
+    ),
     ("09.1", "numpy only", "test_attempt"),
-    ("09.1", "*Invariant:* row 0 of the attention weights is one-hot on key 0",
-     "test_causal_attention_rejects_wrong_answers"),
+    (
+        "09.1",
+        "*Invariant:* row 0 of the attention weights is one-hot on key 0",
+        "test_causal_attention_rejects_wrong_answers",
+    ),
     ("09.2", "*Invariant:* with $H_{kv} = H$ the result equals 09.1's", "test_attempt"),
-    ("09.2", "give query head $h$ the K/V head $h // (H / H_{kv})$",
-     "test_gqa_rejects_the_interleaved_head_mapping"),
+    (
+        "09.2",
+        "give query head $h$ the K/V head $h // (H / H_{kv})$",
+        "test_gqa_rejects_the_interleaved_head_mapping",
+    ),
     ("09.2", "K and V mapped differently", "test_gqa_k_and_v_share_one_mapping"),
-    ("09.3", "a query at $m$ and a key at $n$ must score the same as at $m + s$ and $n + s$",
-     "test_rope_rejects_wrong_answers"),
-    ("09.3", "*Invariant:* $\\lVert \\mathrm{rope}(x)_m \\rVert = \\lVert x_m \\rVert$ "
-     "(a rotation)", "test_rope_rejects_wrong_answers"),
-    ("09.4", "*Invariant:* `alibi_slopes(8)` is $1/2, 1/4, \\dots, 1/256$",
-     "test_alibi_slopes_rejects_wrong_answers"),
-    ("09.5", "*Invariant:* every row of `rms_norm(x, 1, 0)` has mean square 1",
-     "test_rms_norm_rejects_wrong_answers"),
+    (
+        "09.3",
+        "a query at $m$ and a key at $n$ must score the same as at $m + s$ and $n + s$",
+        "test_rope_rejects_wrong_answers",
+    ),
+    (
+        "09.3",
+        "*Invariant:* $\\lVert \\mathrm{rope}(x)_m \\rVert = \\lVert x_m \\rVert$ (a rotation)",
+        "test_rope_rejects_wrong_answers",
+    ),
+    (
+        "09.4",
+        "*Invariant:* `alibi_slopes(8)` is $1/2, 1/4, \\dots, 1/256$",
+        "test_alibi_slopes_rejects_wrong_answers",
+    ),
+    (
+        "09.5",
+        "*Invariant:* every row of `rms_norm(x, 1, 0)` has mean square 1",
+        "test_rms_norm_rejects_wrong_answers",
+    ),
     ("09.6", "*Invariant:* with `w3 = 0` the output is 0", "test_swiglu_rejects_wrong_answers"),
     ("09.7", "the bytes (an int) of K and V", "test_kv_cache_bytes_rejects_wrong_answers"),
-    ("09.7", "names counting query heads, forgetting V, forgetting layers and counting numbers "
-     "instead of bytes", "test_kv_cache_bytes_rejects_wrong_answers"),
-    ("09.7", "*Invariant:* MQA's cache is $1/H$ of MHA's",
-     "test_kv_cache_bytes_rejects_wrong_answers"),
-]  # fmt: skip
+    (
+        "09.7",
+        "names counting query heads, forgetting V, forgetting layers and counting numbers "
+        "instead of bytes",
+        "test_kv_cache_bytes_rejects_wrong_answers",
+    ),
+    (
+        "09.7",
+        "*Invariant:* MQA's cache is $1/H$ of MHA's",
+        "test_kv_cache_bytes_rejects_wrong_answers",
+    ),
+]
 
 
 def test_kv_cache_bytes_rejects_the_reference():

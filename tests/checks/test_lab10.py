@@ -344,33 +344,73 @@ def test_review_wrong_answers():
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
 MUSTS = [
     ("10.1", "Exercise code may not call torch", "test_attempt"),
-    ("10.1", "nor the `minitorch` reference of the function the exercise asks you to write",
-     "test_top_k_gating_rejects_the_reference"),
-    ("10.1", "The softmax must stay finite for logits of $10^3$",
-     "test_top_k_gating_rejects_wrong_routers"),
+    (
+        "10.1",
+        "nor the `minitorch` reference of the function the exercise asks you to write",
+        "test_top_k_gating_rejects_the_reference",
+    ),
+    (
+        "10.1",
+        "The softmax must stay finite for logits of $10^3$",
+        "test_top_k_gating_rejects_wrong_routers",
+    ),
     ("10.1", "one row near $10^3$ beside one near $-10^3$", "test_attempt"),
     ("10.1", "ties to the lower index", "test_top_k_gating_rejects_wrong_routers"),
-    ("10.1", "*Invariant:* for $k \\ge 2$ every row of `gates` sums to 1",
-     "test_top_k_gating_rejects_wrong_routers"),
-    ("10.2", "no expert may keep more tokens than its capacity",
-     "test_assign_slots_rejects_wrong_priority_and_capacity"),
-    ("10.2", "the dropped count must be exact",
-     "test_assign_slots_rejects_wrong_priority_and_capacity"),
-    ("10.2", "a second choice never takes a slot a first choice needs",
-     "test_assign_slots_rejects_wrong_priority_and_capacity"),
+    (
+        "10.1",
+        "*Invariant:* for $k \\ge 2$ every row of `gates` sums to 1",
+        "test_top_k_gating_rejects_wrong_routers",
+    ),
+    (
+        "10.2",
+        "no expert may keep more tokens than its capacity",
+        "test_assign_slots_rejects_wrong_priority_and_capacity",
+    ),
+    (
+        "10.2",
+        "the dropped count must be exact",
+        "test_assign_slots_rejects_wrong_priority_and_capacity",
+    ),
+    (
+        "10.2",
+        "a second choice never takes a slot a first choice needs",
+        "test_assign_slots_rejects_wrong_priority_and_capacity",
+    ),
     ("10.3", "returning the pair\n`(capacity, dropped)` of integers", "test_attempt"),
-    ("10.3", "*Invariant:* `predict_drops((6, 2, 1, 1), 10, 1.0, 1) == (3, 3)`",
-     "test_predicted_drops_rejects_wrong_counts"),
-    ("10.4", "with $f$ from each token's argmax (ties to the lower index)",
-     "test_aux_losses_reject_wrong_formulas"),
-    ("10.4", "*Invariant:* `aux_losses(np.tile([5.0, 0, 0], (6, 1)))[0]` is $3 P_0 \\approx 2.96$",
-     "test_aux_losses_reject_wrong_formulas"),
-    ("10.5", "`sent` must hold exactly the kept rows (padded buffers, and dropped tokens sent "
-     "anyway, are rejected)", "test_dispatch_combine_rejects_padded_and_wrong"),
-    ("10.5", "`counts` and `order` must equal a plain loop's",
-     "test_dispatch_combine_rejects_padded_and_wrong"),
-    ("10.5", "`combine` of `dispatch` with gates 1 must give every token back in place",
-     "test_dispatch_combine_rejects_padded_and_wrong"),
-    ("10.5", "*Invariant:* `order` is a permutation of `np.flatnonzero(keep)`",
-     "test_dispatch_combine_rejects_padded_and_wrong"),
-]  # fmt: skip
+    (
+        "10.3",
+        "*Invariant:* `predict_drops((6, 2, 1, 1), 10, 1.0, 1) == (3, 3)`",
+        "test_predicted_drops_rejects_wrong_counts",
+    ),
+    (
+        "10.4",
+        "with $f$ from each token's argmax (ties to the lower index)",
+        "test_aux_losses_reject_wrong_formulas",
+    ),
+    (
+        "10.4",
+        "*Invariant:* `aux_losses(np.tile([5.0, 0, 0], (6, 1)))[0]` is $3 P_0 \\approx 2.96$",
+        "test_aux_losses_reject_wrong_formulas",
+    ),
+    (
+        "10.5",
+        "`sent` must hold exactly the kept rows (padded buffers, and dropped tokens sent "
+        "anyway, are rejected)",
+        "test_dispatch_combine_rejects_padded_and_wrong",
+    ),
+    (
+        "10.5",
+        "`counts` and `order` must equal a plain loop's",
+        "test_dispatch_combine_rejects_padded_and_wrong",
+    ),
+    (
+        "10.5",
+        "`combine` of `dispatch` with gates 1 must give every token back in place",
+        "test_dispatch_combine_rejects_padded_and_wrong",
+    ),
+    (
+        "10.5",
+        "*Invariant:* `order` is a permutation of `np.flatnonzero(keep)`",
+        "test_dispatch_combine_rejects_padded_and_wrong",
+    ),
+]

@@ -517,8 +517,13 @@ def combine(out, order, gates, n):
 
 def dispatch_loops(x, experts, keep, e):
     n, k = experts.shape
-    order = [t * k + j for i in range(e) for t in range(n) for j in range(k)
-             if keep[t, j] and experts[t, j] == i]  # fmt: skip
+    order = [
+        t * k + j
+        for i in range(e)
+        for t in range(n)
+        for j in range(k)
+        if keep[t, j] and experts[t, j] == i
+    ]
     counts = [sum(1 for f in order if experts[f // k, f % k] == i) for i in range(e)]
     return np.array([x[f // k] for f in order]).reshape(len(order), x.shape[1]), counts, order
 

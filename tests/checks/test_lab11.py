@@ -276,26 +276,56 @@ def test_smooth_rejects_the_reference():
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
 MUSTS = [
     ("11.1", "Exercise code may not call torch", "test_attempt"),
-    ("11.1", "nor the `minitorch` reference of the function the exercise asks you to write",
-     "test_quantize_rejects_the_reference"),
-    ("11.1", "the quantizer must match the grader's own loop integer for integer and stay within "
-     "its error bound", "test_quantize_rejects_known_wrong_variants"),
-    ("11.1", "the **round-trip error is at most half a step**",
-     "test_quantize_rejects_known_wrong_variants"),
+    (
+        "11.1",
+        "nor the `minitorch` reference of the function the exercise asks you to write",
+        "test_quantize_rejects_the_reference",
+    ),
+    (
+        "11.1",
+        "the quantizer must match the grader's own loop integer for integer and stay within "
+        "its error bound",
+        "test_quantize_rejects_known_wrong_variants",
+    ),
+    (
+        "11.1",
+        "the **round-trip error is at most half a step**",
+        "test_quantize_rejects_known_wrong_variants",
+    ),
     ("11.1", "all-zero groups", "test_quantize_rejects_a_scale_of_zero_for_an_all_zero_group"),
     ("11.2", "packing must take half a byte a value", "test_pack_rejects_wrong_packers"),
-    ("11.2", "requires `unpack(pack(q)) == q` for negative values too, and decodes bytes it "
-     "packed itself", "test_pack_rejects_an_unpack_that_replays_what_pack_saw"),
-    ("11.2", "*Invariant:* `pack_int4(np.array([[1, 2]]))` is `[[0x21]]`",
-     "test_pack_rejects_wrong_packers"),
+    (
+        "11.2",
+        "requires `unpack(pack(q)) == q` for negative values too, and decodes bytes it "
+        "packed itself",
+        "test_pack_rejects_an_unpack_that_replays_what_pack_saw",
+    ),
+    (
+        "11.2",
+        "*Invariant:* `pack_int4(np.array([[1, 2]]))` is `[[0x21]]`",
+        "test_pack_rejects_wrong_packers",
+    ),
     ("11.3", "`W_hat` must hold at most $2^b$ values per (row, group)", "test_attempt"),
-    ("11.3", "its output error must be **at most 0.8x that of round-to-nearest**, on the "
-     "calibration rows and on held-out rows", "test_gptq_rejects_gptq_that_does_not_beat_rtn"),
-    ("11.4", "requires the output error of `Q(W s) / s` to be **at most 0.7x that of "
-     "round-to-nearest**, with the outlier channels getting the largest scales",
-     "test_awq_rejects_scales_that_do_not_beat_rtn"),
-    ("11.5", "the error must be **at most a tenth** of naive W8A8's",
-     "test_smooth_rejects_wrong_scales"),
-    ("11.5", "*Invariant:* `smooth_scales(np.array([4.0]), np.array([1.0]), 0.5)` is `[2.0]`",
-     "test_smooth_rejects_wrong_scales"),
-]  # fmt: skip
+    (
+        "11.3",
+        "its output error must be **at most 0.8x that of round-to-nearest**, on the "
+        "calibration rows and on held-out rows",
+        "test_gptq_rejects_gptq_that_does_not_beat_rtn",
+    ),
+    (
+        "11.4",
+        "requires the output error of `Q(W s) / s` to be **at most 0.7x that of "
+        "round-to-nearest**, with the outlier channels getting the largest scales",
+        "test_awq_rejects_scales_that_do_not_beat_rtn",
+    ),
+    (
+        "11.5",
+        "the error must be **at most a tenth** of naive W8A8's",
+        "test_smooth_rejects_wrong_scales",
+    ),
+    (
+        "11.5",
+        "*Invariant:* `smooth_scales(np.array([4.0]), np.array([1.0]), 0.5)` is `[2.0]`",
+        "test_smooth_rejects_wrong_scales",
+    ),
+]

@@ -189,8 +189,10 @@ def unpack(p):
 
 
 def pack_loops(q):
-    rows = [[(int(r[2 * k]) % 16) + 16 * (int(r[2 * k + 1]) % 16) for k in range(len(r) // 2)]
-            for r in q.tolist()]  # fmt: skip
+    rows = [
+        [(int(r[2 * k]) % 16) + 16 * (int(r[2 * k + 1]) % 16) for k in range(len(r) // 2)]
+        for r in q.tolist()
+    ]
     return np.array(rows, dtype=np.uint8).reshape(q.shape[0], q.shape[1] // 2)
 
 
@@ -377,9 +379,7 @@ GPTQ = [
         "11.3",
         "the grader's own RTN",
         lambda: lab11.check_gptq(
-            lambda w, x, b, g: __import__("a2s.checks.lab11._truth", fromlist=["x"]).rtn(
-                w, b, g
-            )
+            lambda w, x, b, g: __import__("a2s.checks.lab11._truth", fromlist=["x"]).rtn(w, b, g)
         ),
         match=TRUTH,
         error=ReferenceCalledError,
@@ -434,8 +434,10 @@ def _truth_awq(w, x, bits, group_size):
     from a2s.checks.lab11._truth import rel_error, rtn
 
     act = np.abs(x).mean(0)
-    return min((act**a for a in np.arange(20) / 20),
-               key=lambda s: rel_error(w, rtn(w * s, bits, group_size) / s, x))  # fmt: skip
+    return min(
+        (act**a for a in np.arange(20) / 20),
+        key=lambda s: rel_error(w, rtn(w * s, bits, group_size) / s, x),
+    )
 
 
 AWQ = [
@@ -508,8 +510,9 @@ def _ref_smooth(xa, wa, alpha):
 def _torch_smooth(xa, wa, alpha):
     import torch
 
-    return (torch.from_numpy(np.asarray(xa, float)) ** alpha).numpy() / np.maximum(
-        wa, 1e-8) ** (1 - alpha)  # fmt: skip
+    return (torch.from_numpy(np.asarray(xa, float)) ** alpha).numpy() / np.maximum(wa, 1e-8) ** (
+        1 - alpha
+    )
 
 
 SMOOTH = [

@@ -212,21 +212,40 @@ def test_budgets_cannot_be_hidden_from_tracemalloc():
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
 MUSTS = [
     ("12.1", "Exercise code may not call torch", "test_attempt"),
-    ("12.1", "nor the `minitorch` reference of the function the exercise asks you to write",
-     "test_attempt"),
-    ("12.1", "**Budget:** on a $512 \\times 512$ layer (2 MiB of float64), each call may allocate "
-     "at most 512 KiB, so computing $x(W + sBA)^\\top$ or a weight gradient fails",
-     "test_budgets_cannot_be_hidden_from_tracemalloc"),
-    ("12.1", "The peak is measured with `tracemalloc`, which your code may not call",
-     "test_budgets_cannot_be_hidden_from_tracemalloc"),
-    ("12.1", "*Invariant:* with `bb = 0`, `lora_forward` equals `x @ w.T + b` and `dA = 0`",
-     "test_attempt"),
+    (
+        "12.1",
+        "nor the `minitorch` reference of the function the exercise asks you to write",
+        "test_attempt",
+    ),
+    (
+        "12.1",
+        "**Budget:** on a $512 \\times 512$ layer (2 MiB of float64), each call may allocate "
+        "at most 512 KiB, so computing $x(W + sBA)^\\top$ or a weight gradient fails",
+        "test_budgets_cannot_be_hidden_from_tracemalloc",
+    ),
+    (
+        "12.1",
+        "The peak is measured with `tracemalloc`, which your code may not call",
+        "test_budgets_cannot_be_hidden_from_tracemalloc",
+    ),
+    (
+        "12.1",
+        "*Invariant:* with `bb = 0`, `lora_forward` equals `x @ w.T + b` and `dA = 0`",
+        "test_attempt",
+    ),
     ("12.2", "without modifying the inputs", "test_attempt"),
     ("12.2", "*Invariant:* `merge(w, a, 0 * bb, s)` equals `w`", "test_attempt"),
     ("12.3", "*Invariant:* `lora_memory([(4, 3)], 1, 4) == (15, 7, 120, 56)`", "test_attempt"),
     ("12.3", "A frozen parameter keeps only its weight", "test_attempt"),
-    ("12.4", "**Budget:** 16 rows through a $512 \\times 512$ base with 4 adapters may allocate at "
-     "most 512 KiB", "test_budgets_cannot_be_hidden_from_tracemalloc"),
-    ("12.4", "*Invariant:* with every id equal to $k$, the result is `lora_forward` with adapter "
-     "$k$", "test_attempt"),
-]  # fmt: skip
+    (
+        "12.4",
+        "**Budget:** 16 rows through a $512 \\times 512$ base with 4 adapters may allocate at "
+        "most 512 KiB",
+        "test_budgets_cannot_be_hidden_from_tracemalloc",
+    ),
+    (
+        "12.4",
+        "*Invariant:* with every id equal to $k$, the result is `lora_forward` with adapter $k$",
+        "test_attempt",
+    ),
+]

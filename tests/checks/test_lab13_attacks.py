@@ -109,24 +109,56 @@ def verify_torch(graph):
 ATTEMPTS = [
     honest("13.1", "positions first", lambda: lab13.check_verify(verify_positions)),
     honest("13.1", "one pass, dict of definitions", lambda: lab13.check_verify(verify)),
-    wrong("13.1", "no SSA check", lambda: lab13.check_verify(_drop("twice")),
-          match="defined exactly once"),
-    wrong("13.1", "a use anywhere counts", lambda: lab13.check_verify(verify_any_order),
-          match="defined only \\*later\\*"),
-    wrong("13.1", "outputs never checked", lambda: lab13.check_verify(_drop("output")),
-          match="outputs must name defined values"),
-    wrong("13.1", "dtypes never compared", lambda: lab13.check_verify(verify_no_dtype),
-          match="stated dtype"),
-    wrong("13.1", "flags every graph", lambda: lab13.check_verify(lambda g: ["looks odd"]),
-          match="well-formed graph was rejected"),
-    cheat("13.1", "calls ir.verify", lambda: lab13.check_verify(lambda g: ir.verify(g)),
-          error=ReferenceCalledError),
-    cheat("13.1", "a clone of ir.verify", lambda: lab13.check_verify(verify_clone),
-          error=ReferenceCalledError),
-    cheat("13.1", "a list that equals anything", lambda: lab13.check_verify(
-        lambda g: AlwaysEmpty()), match="AlwaysEmpty"),
+    wrong(
+        "13.1",
+        "no SSA check",
+        lambda: lab13.check_verify(_drop("twice")),
+        match="defined exactly once",
+    ),
+    wrong(
+        "13.1",
+        "a use anywhere counts",
+        lambda: lab13.check_verify(verify_any_order),
+        match="defined only \\*later\\*",
+    ),
+    wrong(
+        "13.1",
+        "outputs never checked",
+        lambda: lab13.check_verify(_drop("output")),
+        match="outputs must name defined values",
+    ),
+    wrong(
+        "13.1",
+        "dtypes never compared",
+        lambda: lab13.check_verify(verify_no_dtype),
+        match="stated dtype",
+    ),
+    wrong(
+        "13.1",
+        "flags every graph",
+        lambda: lab13.check_verify(lambda g: ["looks odd"]),
+        match="well-formed graph was rejected",
+    ),
+    cheat(
+        "13.1",
+        "calls ir.verify",
+        lambda: lab13.check_verify(lambda g: ir.verify(g)),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.1",
+        "a clone of ir.verify",
+        lambda: lab13.check_verify(verify_clone),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.1",
+        "a list that equals anything",
+        lambda: lab13.check_verify(lambda g: AlwaysEmpty()),
+        match="AlwaysEmpty",
+    ),
     cheat("13.1", "torch.fx", lambda: lab13.check_verify(verify_torch), error=ForbiddenCallError),
-]  # fmt: skip
+]
 
 
 # ------------------------------------------------------------------------------------ 13.2
@@ -198,26 +230,62 @@ def shape_memorised(op, shapes, attrs):
 ATTEMPTS += [
     honest("13.2", "recursive broadcasting", lambda: lab13.check_infer_shape(shape_recursive)),
     honest("13.2", "lists, zip, math.prod", lambda: lab13.check_infer_shape(_infer_shape_lists)),
-    wrong("13.2", "left-aligned broadcasting", lambda: lab13.check_infer_shape(shape_left),
-          match="on the \\*right\\*"),
-    wrong("13.2", "batch axes not broadcast", lambda: lab13.check_infer_shape(
-        shape_no_batch_broadcast), match="batch axes broadcast"),
-    wrong("13.2", "keepdims ignored", lambda: lab13.check_infer_shape(shape_keepdims_ignored),
-          match="keeps them as size 1"),
-    wrong("13.2", "reshape count unchecked", lambda: lab13.check_infer_shape(
-        shape_reshape_unchecked), match="element count"),
-    cheat("13.2", "calls ir.infer_shape", lambda: lab13.check_infer_shape(
-        lambda op, s, a: ir.infer_shape(op, s, a)), error=ReferenceCalledError),
-    cheat("13.2", "calls ir.broadcast_shape", lambda: lab13.check_infer_shape(
-        lambda op, s, a: ir.broadcast_shape(*s) if op == "add" else infer_shape(op, s, a)),
-          error=ReferenceCalledError),
-    cheat("13.2", "np.broadcast_shapes", lambda: lab13.check_infer_shape(shape_numpy),
-          error=ForbiddenCallError),
-    cheat("13.2", "a memorised table", lambda: lab13.check_infer_shape(shape_memorised),
-          match="expected|illegal"),
-    cheat("13.2", "ints that equal anything", lambda: lab13.check_infer_shape(
-        lambda op, s, a: tuple(always_equal(1) for _ in range(4)))),
-]  # fmt: skip
+    wrong(
+        "13.2",
+        "left-aligned broadcasting",
+        lambda: lab13.check_infer_shape(shape_left),
+        match="on the \\*right\\*",
+    ),
+    wrong(
+        "13.2",
+        "batch axes not broadcast",
+        lambda: lab13.check_infer_shape(shape_no_batch_broadcast),
+        match="batch axes broadcast",
+    ),
+    wrong(
+        "13.2",
+        "keepdims ignored",
+        lambda: lab13.check_infer_shape(shape_keepdims_ignored),
+        match="keeps them as size 1",
+    ),
+    wrong(
+        "13.2",
+        "reshape count unchecked",
+        lambda: lab13.check_infer_shape(shape_reshape_unchecked),
+        match="element count",
+    ),
+    cheat(
+        "13.2",
+        "calls ir.infer_shape",
+        lambda: lab13.check_infer_shape(lambda op, s, a: ir.infer_shape(op, s, a)),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.2",
+        "calls ir.broadcast_shape",
+        lambda: lab13.check_infer_shape(
+            lambda op, s, a: ir.broadcast_shape(*s) if op == "add" else infer_shape(op, s, a)
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.2",
+        "np.broadcast_shapes",
+        lambda: lab13.check_infer_shape(shape_numpy),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "13.2",
+        "a memorised table",
+        lambda: lab13.check_infer_shape(shape_memorised),
+        match="expected|illegal",
+    ),
+    cheat(
+        "13.2",
+        "ints that equal anything",
+        lambda: lab13.check_infer_shape(lambda op, s, a: tuple(always_equal(1) for _ in range(4))),
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 13.3
@@ -280,8 +348,11 @@ class Float64Numbers(MyTracer):
 
 class RawAxes(MyProxy):
     def _reduce(self, op, axis, keepdims):
-        axes = tuple(range(self.ndim)) if axis is None else (axis if isinstance(axis, tuple)
-                                                              else (axis,))  # fmt: skip
+        axes = (
+            tuple(range(self.ndim))
+            if axis is None
+            else (axis if isinstance(axis, tuple) else (axis,))
+        )
         return self.tracer.emit(op, self, axes=axes, keepdims=bool(keepdims))
 
 
@@ -312,23 +383,52 @@ def capture_free_mlp():
 ATTEMPTS += [
     honest("13.3", "tracer of the notebook", lambda: lab13.check_trace(tracing())),
     honest("13.3", "constants kept by identity", lambda: lab13.check_trace(tracing(KeepAlive))),
-    wrong("13.3", "a constant per read", lambda: lab13.check_trace(tracing(PerUse)),
-          match="ONE constant"),
-    wrong("13.3", "operands swapped on the right", lambda: lab13.check_trace(
-        tracing(proxy_cls=SwappedProxy)), match="operand order"),
-    wrong("13.3", "float64 numbers", lambda: lab13.check_trace(tracing(Float64Numbers)),
-          match="dtype"),
-    wrong("13.3", "negative axes kept", lambda: lab13.check_trace(tracing(proxy_cls=RawAxes)),
-          match="axes as a sorted tuple of non-negative"),
-    cheat("13.3", "capture.trace", lambda: lab13.check_trace(lambda fn, xs: capture.trace(fn, xs)),
-          error=ReferenceCalledError),
-    cheat("13.3", "Graph.op infers the shapes", lambda: lab13.check_trace(tracing(GraphOpTracer)),
-          error=ReferenceCalledError),
-    cheat("13.3", "the grader's expected graph", lambda: lab13.check_trace(trace_expected),
-          error=ReferenceCalledError),
-    cheat("13.3", "a graph that equals anything", lambda: lab13.check_trace(
-        lambda fn, xs: AnyGraph(tracing()(fn, xs).nodes)), match="ir.Graph"),
-]  # fmt: skip
+    wrong(
+        "13.3",
+        "a constant per read",
+        lambda: lab13.check_trace(tracing(PerUse)),
+        match="ONE constant",
+    ),
+    wrong(
+        "13.3",
+        "operands swapped on the right",
+        lambda: lab13.check_trace(tracing(proxy_cls=SwappedProxy)),
+        match="operand order",
+    ),
+    wrong(
+        "13.3", "float64 numbers", lambda: lab13.check_trace(tracing(Float64Numbers)), match="dtype"
+    ),
+    wrong(
+        "13.3",
+        "negative axes kept",
+        lambda: lab13.check_trace(tracing(proxy_cls=RawAxes)),
+        match="axes as a sorted tuple of non-negative",
+    ),
+    cheat(
+        "13.3",
+        "capture.trace",
+        lambda: lab13.check_trace(lambda fn, xs: capture.trace(fn, xs)),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.3",
+        "Graph.op infers the shapes",
+        lambda: lab13.check_trace(tracing(GraphOpTracer)),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.3",
+        "the grader's expected graph",
+        lambda: lab13.check_trace(trace_expected),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.3",
+        "a graph that equals anything",
+        lambda: lab13.check_trace(lambda fn, xs: AnyGraph(tracing()(fn, xs).nodes)),
+        match="ir.Graph",
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 13.4
@@ -344,10 +444,13 @@ def _one_op(kernel):
                 continue
             got = kernel(n, a)
             if got is None:
-                single = [Node(f"_{k}", "constant", (), (), v.shape, str(v.dtype), v)
-                          for k, v in enumerate(a)]  # fmt: skip
-                one = Node(n.name, n.op, tuple(m.name for m in single), n.attrs, n.shape, n.dtype,
-                           n.value)  # fmt: skip
+                single = [
+                    Node(f"_{k}", "constant", (), (), v.shape, str(v.dtype), v)
+                    for k, v in enumerate(a)
+                ]
+                one = Node(
+                    n.name, n.op, tuple(m.name for m in single), n.attrs, n.shape, n.dtype, n.value
+                )
                 got = run(Graph([*single, one], (n.name,)))[0]
             env[n.name] = got
         return [env[o] for o in graph.outputs]
@@ -373,18 +476,38 @@ class Interpreter:
 
     def __getattr__(self, op):
         return lambda n, a, at, feed: run(
-            Graph([*[Node(f"_{k}", "constant", (), (), v.shape, str(v.dtype), v)
-                     for k, v in enumerate(a)],
-                   Node(n.name, n.op, tuple(f"_{k}" for k in range(len(a))), n.attrs, n.shape,
-                        n.dtype, n.value)], (n.name,)))[0]  # fmt: skip
+            Graph(
+                [
+                    *[
+                        Node(f"_{k}", "constant", (), (), v.shape, str(v.dtype), v)
+                        for k, v in enumerate(a)
+                    ],
+                    Node(
+                        n.name,
+                        n.op,
+                        tuple(f"_{k}" for k in range(len(a))),
+                        n.attrs,
+                        n.shape,
+                        n.dtype,
+                        n.value,
+                    ),
+                ],
+                (n.name,),
+            )
+        )[0]
 
 
 relu_times_mask = _one_op(lambda n, a: a[0] * (a[0] > 0) if n.op == "relu" else None)
 mean_float64 = _one_op(
-    lambda n, a: np.asarray(a[0].sum(axis=dict(n.attrs)["axes"], keepdims=dict(n.attrs)[
-        "keepdims"]) / np.float64(np.prod([a[0].shape[i] for i in dict(n.attrs)["axes"]])))
-    if n.op == "mean" else None
-)  # fmt: skip
+    lambda n, a: (
+        np.asarray(
+            a[0].sum(axis=dict(n.attrs)["axes"], keepdims=dict(n.attrs)["keepdims"])
+            / np.float64(np.prod([a[0].shape[i] for i in dict(n.attrs)["axes"]]))
+        )
+        if n.op == "mean"
+        else None
+    )
+)
 div_by_reciprocal = _one_op(lambda n, a: a[0] * (1 / a[1]) if n.op == "div" else None)
 
 
@@ -413,28 +536,50 @@ def run_torch(graph, *inputs):
 
 ATTEMPTS += [
     honest("13.4", "if/elif kernels", lambda: lab13.check_run(run)),
-    honest("13.4", "np.mean with dtype, np.where relu", lambda: lab13.check_run(
-        _run_with_other_idioms)),
+    honest(
+        "13.4", "np.mean with dtype, np.where relu", lambda: lab13.check_run(_run_with_other_idioms)
+    ),
     honest("13.4", "a class with a kernel per method", lambda: lab13.check_run(Interpreter())),
     wrong("13.4", "textbook sigmoid", lambda: lab13.check_run(textbook_sigmoid), match="tanh"),
-    wrong("13.4", "relu as x * (x > 0)", lambda: lab13.check_run(relu_times_mask),
-          match="gives -0.0"),
+    wrong(
+        "13.4", "relu as x * (x > 0)", lambda: lab13.check_run(relu_times_mask), match="gives -0.0"
+    ),
     wrong("13.4", "float64 mean", lambda: lab13.check_run(mean_float64), match="dtype"),
-    wrong("13.4", "a / b as a * (1 / b)", lambda: lab13.check_run(div_by_reciprocal),
-          match="same numpy call"),
-    cheat("13.4", "interp.run", lambda: lab13.check_run(lambda g, *xs: interp.run(g, *xs)),
-          error=ReferenceCalledError),
-    cheat("13.4", "interp.evaluate per node", lambda: lab13.check_run(_one_op(
-        lambda n, a: interp.evaluate(n.op, a, dict(n.attrs)))), error=ReferenceCalledError),
-    cheat("13.4", "lab 14's fused kernels", lambda: lab13.check_run(
-        lambda g, *xs: [fusion.compile_kernel(fusion.kernel_source(g, [n.name for n in g.nodes
-                                                                        if n.op not in (
-                                                                            "placeholder",
-                                                                            "constant")]))(*xs)]),
-          error=ReferenceCalledError),
+    wrong(
+        "13.4",
+        "a / b as a * (1 / b)",
+        lambda: lab13.check_run(div_by_reciprocal),
+        match="same numpy call",
+    ),
+    cheat(
+        "13.4",
+        "interp.run",
+        lambda: lab13.check_run(lambda g, *xs: interp.run(g, *xs)),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.4",
+        "interp.evaluate per node",
+        lambda: lab13.check_run(_one_op(lambda n, a: interp.evaluate(n.op, a, dict(n.attrs)))),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.4",
+        "lab 14's fused kernels",
+        lambda: lab13.check_run(
+            lambda g, *xs: [
+                fusion.compile_kernel(
+                    fusion.kernel_source(
+                        g, [n.name for n in g.nodes if n.op not in ("placeholder", "constant")]
+                    )
+                )(*xs)
+            ]
+        ),
+        error=ReferenceCalledError,
+    ),
     cheat("13.4", "the eager ops", lambda: lab13.check_run(run_eager), error=ForbiddenCallError),
     cheat("13.4", "torch", lambda: lab13.check_run(run_torch), error=ForbiddenCallError),
-]  # fmt: skip
+]
 
 
 # ------------------------------------------------------------------------------------ 13.5
@@ -468,25 +613,58 @@ class Anything(dict):
 ATTEMPTS += [
     honest("13.5", "Counter in a dict", lambda: lab13.check_compare_fx(fx_by_counter)),
     honest("13.5", "Counter and defaultdict", lambda: lab13.check_compare_fx(_fx_with_counters)),
-    wrong("13.5", "placeholders counted", lambda: lab13.check_compare_fx(fx_with_placeholders),
-          match="Only operations count"),
-    wrong("13.5", "fx's names kept", lambda: lab13.check_compare_fx(fx_unrenamed),
-          match="in the IR's words"),
-    wrong("13.5", "our counts given for theirs", lambda: lab13.check_compare_fx(fx_ours_twice),
-          match="on its own"),
-    cheat("13.5", "ir.op_counts", lambda: lab13.check_compare_fx(
-        lambda g, nodes: (ir.op_counts(g), compare_with_fx(g, nodes)[1])),
-          error=ReferenceCalledError),
-    cheat("13.5", "the grader's fx count", lambda: lab13.check_compare_fx(
-        lambda g, nodes: (compare_with_fx(g, nodes)[0], common.fx_counts(nodes))),
-          error=ReferenceCalledError),
-    cheat("13.5", "dicts that equal anything", lambda: lab13.check_compare_fx(
-        lambda g, nodes: (Anything(), Anything())), match="Anything"),
-    cheat("13.5", "torch.fx on its own twin", lambda: lab13.check_compare_fx(
-        lambda g, nodes: (compare_with_fx(g, nodes)[0],
-                          fx_by_counter(g, common.fx_nodes(common.torch_mlp({}, "relu")))[1])),
-          error=ReferenceCalledError),
-]  # fmt: skip
+    wrong(
+        "13.5",
+        "placeholders counted",
+        lambda: lab13.check_compare_fx(fx_with_placeholders),
+        match="Only operations count",
+    ),
+    wrong(
+        "13.5",
+        "fx's names kept",
+        lambda: lab13.check_compare_fx(fx_unrenamed),
+        match="in the IR's words",
+    ),
+    wrong(
+        "13.5",
+        "our counts given for theirs",
+        lambda: lab13.check_compare_fx(fx_ours_twice),
+        match="on its own",
+    ),
+    cheat(
+        "13.5",
+        "ir.op_counts",
+        lambda: lab13.check_compare_fx(
+            lambda g, nodes: (ir.op_counts(g), compare_with_fx(g, nodes)[1])
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.5",
+        "the grader's fx count",
+        lambda: lab13.check_compare_fx(
+            lambda g, nodes: (compare_with_fx(g, nodes)[0], common.fx_counts(nodes))
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "13.5",
+        "dicts that equal anything",
+        lambda: lab13.check_compare_fx(lambda g, nodes: (Anything(), Anything())),
+        match="Anything",
+    ),
+    cheat(
+        "13.5",
+        "torch.fx on its own twin",
+        lambda: lab13.check_compare_fx(
+            lambda g, nodes: (
+                compare_with_fx(g, nodes)[0],
+                fx_by_counter(g, common.fx_nodes(common.torch_mlp({}, "relu")))[1],
+            )
+        ),
+        error=ReferenceCalledError,
+    ),
+]
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)

@@ -60,8 +60,7 @@ def dce_in_place(graph):
 
 def dce_once(graph):
     read = {i for n in graph.nodes for i in n.inputs} | set(graph.outputs)
-    return Graph([n for n in graph.nodes if n.name in read or n.op == "placeholder"],
-                 graph.outputs)  # fmt: skip
+    return Graph([n for n in graph.nodes if n.name in read or n.op == "placeholder"], graph.outputs)
 
 
 def dce_drop_inputs(graph):
@@ -79,23 +78,52 @@ def dce_ops_only(graph):
 ATTEMPTS = [
     honest("14.1", "a fixed point of sweeps", lambda: lab14.check_dce(dce_fixpoint)),
     honest("14.1", "post-order from the outputs", lambda: lab14.check_dce(_dce_depth_first)),
-    wrong("14.1", "edits its input", lambda: lab14.check_dce(dce_in_place),
-          match="changed the graph it was given"),
+    wrong(
+        "14.1",
+        "edits its input",
+        lambda: lab14.check_dce(dce_in_place),
+        match="changed the graph it was given",
+    ),
     wrong("14.1", "one sweep", lambda: lab14.check_dce(dce_once), match="Dead code is left"),
-    wrong("14.1", "dead constants kept", lambda: lab14.check_dce(dce_ops_only),
-          match="constant that no live node reads"),
-    wrong("14.1", "unused inputs dropped", lambda: lab14.check_dce(dce_drop_inputs),
-          match="keep every input"),
-    cheat("14.1", "passes.dce", lambda: lab14.check_dce(lambda g: passes.dce(g)[0]),
-          error=ReferenceCalledError),
-    cheat("14.1", "the pass manager", lambda: lab14.check_dce(
-        lambda g: passes.PassManager([passes.dce]).run(g)[0]), error=ReferenceCalledError),
-    cheat("14.1", "a graph that equals anything", lambda: lab14.check_dce(
-        lambda g: AnyGraph(list(g.nodes), g.outputs)), match="Graph"),
-    cheat("14.1", "the grader's live set", lambda: lab14.check_dce(
-        lambda g: Graph([n for n in g.nodes if n.name in lab14.common.live_names(g)], g.outputs)),
-          error=ReferenceCalledError),
-]  # fmt: skip
+    wrong(
+        "14.1",
+        "dead constants kept",
+        lambda: lab14.check_dce(dce_ops_only),
+        match="constant that no live node reads",
+    ),
+    wrong(
+        "14.1",
+        "unused inputs dropped",
+        lambda: lab14.check_dce(dce_drop_inputs),
+        match="keep every input",
+    ),
+    cheat(
+        "14.1",
+        "passes.dce",
+        lambda: lab14.check_dce(lambda g: passes.dce(g)[0]),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.1",
+        "the pass manager",
+        lambda: lab14.check_dce(lambda g: passes.PassManager([passes.dce]).run(g)[0]),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.1",
+        "a graph that equals anything",
+        lambda: lab14.check_dce(lambda g: AnyGraph(list(g.nodes), g.outputs)),
+        match="Graph",
+    ),
+    cheat(
+        "14.1",
+        "the grader's live set",
+        lambda: lab14.check_dce(
+            lambda g: Graph([n for n in g.nodes if n.name in lab14.common.live_names(g)], g.outputs)
+        ),
+        error=ReferenceCalledError,
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 14.2
@@ -122,8 +150,9 @@ def cse_sorted_inputs(graph):
     for n in graph.nodes:
         n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
         value = None if n.value is None else n.value.tobytes()
-        key = (n.name,) if n.op == "placeholder" else (n.op, n.attrs, tuple(sorted(n.inputs)),
-                                                        value)  # fmt: skip
+        key = (
+            (n.name,) if n.op == "placeholder" else (n.op, n.attrs, tuple(sorted(n.inputs)), value)
+        )
         if key in seen:
             rename[n.name] = seen[key]
             continue
@@ -149,21 +178,49 @@ ATTEMPTS += [
     honest("14.2", "keep the last duplicate", lambda: lab14.check_cse(_cse_keep_last)),
     honest("14.2", "commutative add and mul", lambda: lab14.check_cse(_cse_commutative)),
     honest("14.2", "value numbering", lambda: lab14.check_cse(cse)),
-    wrong("14.2", "attributes ignored", lambda: lab14.check_cse(cse_no_attrs),
-          match="different attributes"),
-    wrong("14.2", "outputs not renamed", lambda: lab14.check_cse(cse_stale_outputs),
-          match="rename the graph's outputs"),
-    wrong("14.2", "every op's inputs sorted", lambda: lab14.check_cse(cse_sorted_inputs),
-          match="x - y and y - x"),
-    cheat("14.2", "passes.cse", lambda: lab14.check_cse(lambda g: passes.cse(g)[0]),
-          error=ReferenceCalledError),
-    cheat("14.2", "the reference's key", lambda: lab14.check_cse(cse_reference_key),
-          error=ReferenceCalledError),
-    cheat("14.2", "the grader's value count", lambda: lab14.check_cse(
-        lambda g: cse(g) if lab14.common.value_number(g) else g), error=ReferenceCalledError),
-    cheat("14.2", "a graph that equals anything", lambda: lab14.check_cse(
-        lambda g: AnyGraph(list(g.nodes), g.outputs)), match="Graph"),
-]  # fmt: skip
+    wrong(
+        "14.2",
+        "attributes ignored",
+        lambda: lab14.check_cse(cse_no_attrs),
+        match="different attributes",
+    ),
+    wrong(
+        "14.2",
+        "outputs not renamed",
+        lambda: lab14.check_cse(cse_stale_outputs),
+        match="rename the graph's outputs",
+    ),
+    wrong(
+        "14.2",
+        "every op's inputs sorted",
+        lambda: lab14.check_cse(cse_sorted_inputs),
+        match="x - y and y - x",
+    ),
+    cheat(
+        "14.2",
+        "passes.cse",
+        lambda: lab14.check_cse(lambda g: passes.cse(g)[0]),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.2",
+        "the reference's key",
+        lambda: lab14.check_cse(cse_reference_key),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.2",
+        "the grader's value count",
+        lambda: lab14.check_cse(lambda g: cse(g) if lab14.common.value_number(g) else g),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.2",
+        "a graph that equals anything",
+        lambda: lab14.check_cse(lambda g: AnyGraph(list(g.nodes), g.outputs)),
+        match="Graph",
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 14.3
@@ -194,10 +251,12 @@ def simplify_twice(graph):
 
 def fold_float64(graph):
     g = fold_constants(graph)
-    nodes = [Node(n.name, n.op, n.inputs, n.attrs, n.shape, "float64", n.value.astype(np.float64))
-             if n.op == "constant" and n.name not in {m.name for m in graph.nodes
-                                                       if m.op == "constant"} else n
-             for n in g.nodes]  # fmt: skip
+    nodes = [
+        Node(n.name, n.op, n.inputs, n.attrs, n.shape, "float64", n.value.astype(np.float64))
+        if n.op == "constant" and n.name not in {m.name for m in graph.nodes if m.op == "constant"}
+        else n
+        for n in g.nodes
+    ]
     return Graph(nodes, g.outputs)
 
 
@@ -215,7 +274,7 @@ def simplify_any_transpose(graph):
                     ],
                     tuple(src.inputs[0] if o == n.name else o for o in graph.outputs),
                 )
-    return simplify(graph)  # fmt: skip
+    return simplify(graph)
 
 
 def simplify_no_shapes(graph):
@@ -231,7 +290,7 @@ def simplify_no_shapes(graph):
                     ],
                     tuple(a if o == n.name else o for o in graph.outputs),
                 )
-    return simplify(graph)  # fmt: skip
+    return simplify(graph)
 
 
 def _fs(fold, simp):
@@ -242,21 +301,46 @@ ATTEMPTS += [
     honest("14.3", "folding to a fixed point", _fs(fold_loop, simplify)),
     honest("14.3", "simplify run twice", _fs(fold_constants, simplify_twice)),
     wrong("14.3", "folded in float64", _fs(fold_float64, simplify), match="float32"),
-    wrong("14.3", "any transpose pair cancels", _fs(fold_constants, simplify_any_transpose),
-          match="same two axes"),
-    wrong("14.3", "x * 1 whatever the shapes", _fs(fold_constants, simplify_no_shapes),
-          match="broadcasts"),
-    cheat("14.3", "passes.fold_constants", _fs(lambda g: passes.fold_constants(g)[0], simplify),
-          error=ReferenceCalledError),
-    cheat("14.3", "passes.simplify", _fs(fold_constants, lambda g: passes.simplify(g)[0]),
-          error=ReferenceCalledError),
-    cheat("14.3", "the reference's identity finder", _fs(fold_constants, lambda g: simplify(g)
-                                                          if [passes._identity_of(g, n)
-                                                              for n in g.nodes] else g),
-          error=ReferenceCalledError),
-    cheat("14.3", "graphs that equal anything", _fs(lambda g: AnyGraph(list(g.nodes), g.outputs),
-                                                    simplify), match="Graph"),
-]  # fmt: skip
+    wrong(
+        "14.3",
+        "any transpose pair cancels",
+        _fs(fold_constants, simplify_any_transpose),
+        match="same two axes",
+    ),
+    wrong(
+        "14.3",
+        "x * 1 whatever the shapes",
+        _fs(fold_constants, simplify_no_shapes),
+        match="broadcasts",
+    ),
+    cheat(
+        "14.3",
+        "passes.fold_constants",
+        _fs(lambda g: passes.fold_constants(g)[0], simplify),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.3",
+        "passes.simplify",
+        _fs(fold_constants, lambda g: passes.simplify(g)[0]),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.3",
+        "the reference's identity finder",
+        _fs(
+            fold_constants,
+            lambda g: simplify(g) if [passes._identity_of(g, n) for n in g.nodes] else g,
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.3",
+        "graphs that equal anything",
+        _fs(lambda g: AnyGraph(list(g.nodes), g.outputs), simplify),
+        match="Graph",
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 14.4
@@ -277,8 +361,9 @@ def kernel_lines(graph, names):
             e = f"{NUMPY[n.op]}({', '.join(a)})"
         var[m] = f"v_{len(body)}"
         body.append(f"    {var[m]} = {e}")
-    return "\n".join([f"def kernel({', '.join(var[i] for i in ext)}):", *body,
-                      f"    return {var[names[-1]]}"])  # fmt: skip
+    return "\n".join(
+        [f"def kernel({', '.join(var[i] for i in ext)}):", *body, f"    return {var[names[-1]]}"]
+    )
 
 
 def kernel_textbook(graph, names):
@@ -312,7 +397,7 @@ def kernel_interp(graph, names):
         lines.append(f"    t{k} = interp.evaluate({n.op!r}, [{args}], {dict(n.attrs)!r})")
         var[m] = f"t{k}"
     lines.append(f"    return {var[names[-1]]}")
-    return "\n".join(lines)  # fmt: skip
+    return "\n".join(lines)
 
 
 def kernel_torch(graph, names):
@@ -323,22 +408,53 @@ def kernel_torch(graph, names):
 ATTEMPTS += [
     honest("14.4", "names of my own", lambda: lab14.check_kernel_source(kernel_lines)),
     honest("14.4", "a temporary per line", lambda: lab14.check_kernel_source(kernel_source)),
-    wrong("14.4", "textbook sigmoid", lambda: lab14.check_kernel_source(kernel_textbook),
-          match="changed the result"),
-    wrong("14.4", "intermediates as arguments", lambda: lab14.check_kernel_source(
-        kernel_intermediates), match="external inputs"),
-    wrong("14.4", "writes into its input", lambda: lab14.check_kernel_source(kernel_clobber),
-          match="wrote into one of its inputs"),
-    cheat("14.4", "fusion.kernel_source", lambda: lab14.check_kernel_source(
-        lambda g, names: fusion.kernel_source(g, names)[0]), error=ReferenceCalledError),
-    cheat("14.4", "fusion.compile_kernel", lambda: lab14.check_kernel_source(
-        lambda g, names: kernel_source(g, names) if fusion.compile_kernel("def kernel(): pass")
-        else ""), error=ReferenceCalledError),
-    cheat("14.4", "torch inside the kernel", lambda: lab14.check_kernel_source(kernel_torch),
-          error=ForbiddenCallError),
-    cheat("14.4", "the interpreter inside the kernel", lambda: lab14.check_kernel_source(
-        kernel_interp), error=ReferenceCalledError),
-]  # fmt: skip
+    wrong(
+        "14.4",
+        "textbook sigmoid",
+        lambda: lab14.check_kernel_source(kernel_textbook),
+        match="changed the result",
+    ),
+    wrong(
+        "14.4",
+        "intermediates as arguments",
+        lambda: lab14.check_kernel_source(kernel_intermediates),
+        match="external inputs",
+    ),
+    wrong(
+        "14.4",
+        "writes into its input",
+        lambda: lab14.check_kernel_source(kernel_clobber),
+        match="wrote into one of its inputs",
+    ),
+    cheat(
+        "14.4",
+        "fusion.kernel_source",
+        lambda: lab14.check_kernel_source(lambda g, names: fusion.kernel_source(g, names)[0]),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.4",
+        "fusion.compile_kernel",
+        lambda: lab14.check_kernel_source(
+            lambda g, names: (
+                kernel_source(g, names) if fusion.compile_kernel("def kernel(): pass") else ""
+            )
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.4",
+        "torch inside the kernel",
+        lambda: lab14.check_kernel_source(kernel_torch),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "14.4",
+        "the interpreter inside the kernel",
+        lambda: lab14.check_kernel_source(kernel_interp),
+        error=ReferenceCalledError,
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 14.5
@@ -361,8 +477,9 @@ def plan_best_fit_list(intervals, sizes):
     offsets = {}
     for v in sorted(intervals, key=lambda v: (-sizes[v], intervals[v])):
         a, b = intervals[v]
-        busy = sorted((o, o + sizes[u]) for u, o in placed
-                      if intervals[u][0] <= b and a <= intervals[u][1])  # fmt: skip
+        busy = sorted(
+            (o, o + sizes[u]) for u, o in placed if intervals[u][0] <= b and a <= intervals[u][1]
+        )
         best = None
         cursor = 0
         k = 0
@@ -394,8 +511,11 @@ def plan_first_fit(intervals, sizes):
     for v in sorted(intervals, key=lambda v: intervals[v][0]):
         a, b = intervals[v]
         cursor = 0
-        for lo, hi in sorted((offsets[u], offsets[u] + sizes[u]) for u in offsets
-                             if intervals[u][0] <= b and a <= intervals[u][1]):  # fmt: skip
+        for lo, hi in sorted(
+            (offsets[u], offsets[u] + sizes[u])
+            for u in offsets
+            if intervals[u][0] <= b and a <= intervals[u][1]
+        ):
             if lo - cursor >= sizes[v]:
                 break
             cursor = max(cursor, hi)
@@ -426,16 +546,30 @@ ATTEMPTS += [
     wrong("14.5", "outputs die early", _mem(liveness_short_outputs, plan), match="live to the end"),
     wrong("14.5", "half-open intervals", _mem(liveness, plan_half_open), match="overlap"),
     wrong("14.5", "first fit", _mem(liveness, plan_first_fit), match="Over budget"),
-    cheat("14.5", "memory.greedy_by_size", _mem(liveness, plan_by_reference),
-          error=ReferenceCalledError),
-    cheat("14.5", "memory._place", _mem(liveness, plan_reference_place),
-          error=ReferenceCalledError),
-    cheat("14.5", "memory.buffers for liveness", _mem(
-        lambda g: {b.name: (b.first, b.last) for b in memory.buffers(g, in_place=False)}, plan),
-          error=ReferenceCalledError),
-    cheat("14.5", "one offset for all (no arena)", _mem(liveness, lambda iv, s: dict.fromkeys(
-        iv, 0)), match="overlap"),
-]  # fmt: skip
+    cheat(
+        "14.5",
+        "memory.greedy_by_size",
+        _mem(liveness, plan_by_reference),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.5", "memory._place", _mem(liveness, plan_reference_place), error=ReferenceCalledError
+    ),
+    cheat(
+        "14.5",
+        "memory.buffers for liveness",
+        _mem(
+            lambda g: {b.name: (b.first, b.last) for b in memory.buffers(g, in_place=False)}, plan
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.5",
+        "one offset for all (no arena)",
+        _mem(liveness, lambda iv, s: dict.fromkeys(iv, 0)),
+        match="overlap",
+    ),
+]
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)

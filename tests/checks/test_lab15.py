@@ -17,29 +17,59 @@ unblocked = unblocked_in("minitorch.compiler")
 
 
 MUSTS = [
-    ("15.1", "built with `split` and `reorder` only (`tile` is blocked: build it yourself)",
-     "test_attempt"),
-    ("15.1", r"misses at most **twice the lines of an $8\times8\times8$ tiled nest**",
-     "test_schedule_matmul_rejects_wrong_answers"),
-    ("15.1", "checks every $(i, j, k)$ runs exactly once",
-     "test_schedule_matmul_rejects_wrong_answers"),
+    (
+        "15.1",
+        "built with `split` and `reorder` only (`tile` is blocked: build it yourself)",
+        "test_attempt",
+    ),
+    (
+        "15.1",
+        r"misses at most **twice the lines of an $8\times8\times8$ tiled nest**",
+        "test_schedule_matmul_rejects_wrong_answers",
+    ),
+    (
+        "15.1",
+        "checks every $(i, j, k)$ runs exactly once",
+        "test_schedule_matmul_rejects_wrong_answers",
+    ),
     ("15.1", "the three tile loops outside the three point loops", "test_attempt"),
-    ("15.2", "the sorted list of distinct distance vectors",
-     "test_distance_vectors_must_be_sorted_and_distinct"),
-    ("15.2", "Make each vector lexicographically positive; drop zero vectors.",
-     "test_distance_vectors_rejects_wrong_answers"),
-    ("15.3", "keeps every distance vector lexicographically positive",
-     "test_legality_rejects_wrong_answers"),
-    ("15.3", "(a half-open range of positions, source order)",
-     "test_legality_rejects_wrong_answers"),
-    ("15.3", "A test that allows the stencil's illegal interchange fails.",
-     "test_a_test_that_allows_the_illegal_interchange_is_rejected"),
-    ("15.4", "call it at most `budget` times; the grader counts",
-     "test_tune_cannot_read_the_costs_out_of_measure"),
+    (
+        "15.2",
+        "the sorted list of distinct distance vectors",
+        "test_distance_vectors_must_be_sorted_and_distinct",
+    ),
+    (
+        "15.2",
+        "Make each vector lexicographically positive; drop zero vectors.",
+        "test_distance_vectors_rejects_wrong_answers",
+    ),
+    (
+        "15.3",
+        "keeps every distance vector lexicographically positive",
+        "test_legality_rejects_wrong_answers",
+    ),
+    (
+        "15.3",
+        "(a half-open range of positions, source order)",
+        "test_legality_rejects_wrong_answers",
+    ),
+    (
+        "15.3",
+        "A test that allows the stencil's illegal interchange fails.",
+        "test_a_test_that_allows_the_illegal_interchange_is_rejected",
+    ),
+    (
+        "15.4",
+        "call it at most `budget` times; the grader counts",
+        "test_tune_cannot_read_the_costs_out_of_measure",
+    ),
     ("15.4", "at most 1.10x the grid's minimum", "test_tune_rejects_a_random_quarter"),
-    ("15.4", "Rank by the model, measure the best-ranked, return the best *measured*.",
-     "test_tune_rejects_wrong_answers"),
-]  # fmt: skip
+    (
+        "15.4",
+        "Rank by the model, measure the best-ranked, return the best *measured*.",
+        "test_tune_rejects_wrong_answers",
+    ),
+]
 
 
 # --------------------------------------------------------------------------- 15.1

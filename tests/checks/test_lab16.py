@@ -14,24 +14,36 @@ unblocked = unblocked_in("minitorch.runtime")
 
 
 MUSTS = [
-    ("16.1", "an op never starts before the previous op of its stream ends",
-     "test_attempt"),
-    ("16.1", "Ignoring the waits, letting a wait block the host, running every op in one "
-     "queue, or ignoring the host syncs each fail with its own hint", "test_simulate"),
+    ("16.1", "an op never starts before the previous op of its stream ends", "test_attempt"),
+    (
+        "16.1",
+        "Ignoring the waits, letting a wait block the host, running every op in one "
+        "queue, or ignoring the host syncs each fail with its own hint",
+        "test_simulate",
+    ),
     ("16.2", "closes once it holds **at least** `bucket_bytes`", "test_bucket_schedule"),
     ("16.2", "with one bucket, its all-reduce starts when backward ends", "test_attempt"),
-    ("16.2", "letting two all-reduces run at once (the comm stream is FIFO)",
-     "test_bucket_schedule"),
-    ("16.3", r"with one bucket ($k = L$) the answer is $\alpha + \beta L g$",
-     "test_predict_exposed"),
+    (
+        "16.2",
+        "letting two all-reduces run at once (the comm stream is FIFO)",
+        "test_bucket_schedule",
+    ),
+    (
+        "16.3",
+        r"with one bucket ($k = L$) the answer is $\alpha + \beta L g$",
+        "test_predict_exposed",
+    ),
     ("16.3", "4 teaching and 8 fresh cases (both regimes)", "test_attempt"),
     ("16.4", "rejects a choice whose step is longer", "test_choose_bucket"),
     ("16.4", "the best step is never longer than with one bucket", "test_attempt"),
     ("16.5", "never more than 2 layers held", "test_prefetch"),
-    ("16.5", "the forward must end no later than the best schedule under that limit",
-     "test_prefetch"),
+    (
+        "16.5",
+        "the forward must end no later than the best schedule under that limit",
+        "test_prefetch",
+    ),
     ("16.5", "a layer computes after its gather", "test_attempt"),
-]  # fmt: skip
+]
 
 
 # --------------------------------------------------------------------------- 16.1 streams

@@ -139,28 +139,66 @@ def sim_torch(program):
 ATTEMPTS = [
     honest("16.1", "a class per instruction", lambda: lab16.check_simulate(sim_class)),
     honest("16.1", "match statement, lists", lambda: lab16.check_simulate(sim_match)),
-    wrong("16.1", "waits ignored", lambda: lab16.check_simulate(sim_variant(waits=False)),
-          match="ignored the wait"),
-    wrong("16.1", "one queue for all", lambda: lab16.check_simulate(sim_variant(serial=True)),
-          match="Streams run concurrently"),
-    wrong("16.1", "a wait blocks the host", lambda: lab16.check_simulate(
-        sim_variant(host_waits=True)), match="not the host"),
-    wrong("16.1", "a wait moves a busy stream back", lambda: lab16.check_simulate(
-        sim_variant(wait_sets=True)), match="never moves a stream back"),
-    wrong("16.1", "syncs ignored", lambda: lab16.check_simulate(sim_variant(syncs=False)),
-          match="After `sync`"),
-    cheat("16.1", "streams.simulate", lambda: lab16.check_simulate(
-        lambda p: [(s.start, s.end) for s in S.simulate(p)]), error=ReferenceCalledError),
-    cheat("16.1", "streams.Device", lambda: lab16.check_simulate(sim_device),
-          error=ReferenceCalledError),
-    cheat("16.1", "the grader's loop", lambda: lab16.check_simulate(_truth.program_times),
-          error=ReferenceCalledError),
-    cheat("16.1", "memorised durations", lambda: lab16.check_simulate(sim_memorised),
-          match="expected"),
-    cheat("16.1", "floats that equal anything", lambda: lab16.check_simulate(
-        lambda p: [(always_equal(0.0), always_equal(0.0)) for i in p if i[0] == "op"])),
+    wrong(
+        "16.1",
+        "waits ignored",
+        lambda: lab16.check_simulate(sim_variant(waits=False)),
+        match="ignored the wait",
+    ),
+    wrong(
+        "16.1",
+        "one queue for all",
+        lambda: lab16.check_simulate(sim_variant(serial=True)),
+        match="Streams run concurrently",
+    ),
+    wrong(
+        "16.1",
+        "a wait blocks the host",
+        lambda: lab16.check_simulate(sim_variant(host_waits=True)),
+        match="not the host",
+    ),
+    wrong(
+        "16.1",
+        "a wait moves a busy stream back",
+        lambda: lab16.check_simulate(sim_variant(wait_sets=True)),
+        match="never moves a stream back",
+    ),
+    wrong(
+        "16.1",
+        "syncs ignored",
+        lambda: lab16.check_simulate(sim_variant(syncs=False)),
+        match="After `sync`",
+    ),
+    cheat(
+        "16.1",
+        "streams.simulate",
+        lambda: lab16.check_simulate(lambda p: [(s.start, s.end) for s in S.simulate(p)]),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.1",
+        "streams.Device",
+        lambda: lab16.check_simulate(sim_device),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.1",
+        "the grader's loop",
+        lambda: lab16.check_simulate(_truth.program_times),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.1", "memorised durations", lambda: lab16.check_simulate(sim_memorised), match="expected"
+    ),
+    cheat(
+        "16.1",
+        "floats that equal anything",
+        lambda: lab16.check_simulate(
+            lambda p: [(always_equal(0.0), always_equal(0.0)) for i in p if i[0] == "op"]
+        ),
+    ),
     cheat("16.1", "torch", lambda: lab16.check_simulate(sim_torch), error=ForbiddenCallError),
-]  # fmt: skip
+]
 
 
 # ------------------------------------------------------------------------------------ 16.2
@@ -213,28 +251,68 @@ def buckets_variant(overlap=True, fifo=True, strict=False, last=True, cap_cost=F
 
 
 ATTEMPTS += [
-    honest("16.2", "buckets first, then the stream", lambda: lab16.check_bucket_schedule(
-        buckets_two_pass)),
+    honest(
+        "16.2",
+        "buckets first, then the stream",
+        lambda: lab16.check_bucket_schedule(buckets_two_pass),
+    ),
     honest("16.2", "numpy cumsum", lambda: lab16.check_bucket_schedule(buckets_numpy)),
-    wrong("16.2", "after the whole backward", lambda: lab16.check_bucket_schedule(
-        buckets_variant(overlap=False)), match="no overlap"),
-    wrong("16.2", "two all-reduces at once", lambda: lab16.check_bucket_schedule(
-        buckets_variant(fifo=False)), match="FIFO"),
-    wrong("16.2", "closes at > cap", lambda: lab16.check_bucket_schedule(
-        buckets_variant(strict=True)), match="at least bucket_bytes"),
-    wrong("16.2", "the last bucket forgotten", lambda: lab16.check_bucket_schedule(
-        buckets_variant(last=False)), match="last bucket takes what is left"),
-    cheat("16.2", "overlap.allreduce_intervals", lambda: lab16.check_bucket_schedule(
-        O.allreduce_intervals), error=ReferenceCalledError),
-    cheat("16.2", "overlap.make_buckets", lambda: lab16.check_bucket_schedule(
-        lambda t, g, cap, a, b: buckets_two_pass(t, g, cap, a, b)
-        if O.make_buckets(g, cap) else []), error=ReferenceCalledError),
-    cheat("16.2", "the grader's loop", lambda: lab16.check_bucket_schedule(_truth.schedule),
-          error=ReferenceCalledError),
-    cheat("16.2", "an array that equals anything", lambda: lab16.check_bucket_schedule(
-        lambda t, g, cap, a, b: always_equal(np.zeros((len(buckets_two_pass(t, g, cap, a, b)),
-                                                       2))))),
-]  # fmt: skip
+    wrong(
+        "16.2",
+        "after the whole backward",
+        lambda: lab16.check_bucket_schedule(buckets_variant(overlap=False)),
+        match="no overlap",
+    ),
+    wrong(
+        "16.2",
+        "two all-reduces at once",
+        lambda: lab16.check_bucket_schedule(buckets_variant(fifo=False)),
+        match="FIFO",
+    ),
+    wrong(
+        "16.2",
+        "closes at > cap",
+        lambda: lab16.check_bucket_schedule(buckets_variant(strict=True)),
+        match="at least bucket_bytes",
+    ),
+    wrong(
+        "16.2",
+        "the last bucket forgotten",
+        lambda: lab16.check_bucket_schedule(buckets_variant(last=False)),
+        match="last bucket takes what is left",
+    ),
+    cheat(
+        "16.2",
+        "overlap.allreduce_intervals",
+        lambda: lab16.check_bucket_schedule(O.allreduce_intervals),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.2",
+        "overlap.make_buckets",
+        lambda: lab16.check_bucket_schedule(
+            lambda t, g, cap, a, b: (
+                buckets_two_pass(t, g, cap, a, b) if O.make_buckets(g, cap) else []
+            )
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.2",
+        "the grader's loop",
+        lambda: lab16.check_bucket_schedule(_truth.schedule),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.2",
+        "an array that equals anything",
+        lambda: lab16.check_bucket_schedule(
+            lambda t, g, cap, a, b: always_equal(
+                np.zeros((len(buckets_two_pass(t, g, cap, a, b)), 2))
+            )
+        ),
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 16.3
@@ -256,32 +334,67 @@ def predict_by_regime(n_layers, t_layer, g_layer, per_bucket, alpha, beta):
 
 
 ATTEMPTS += [
-    honest("16.3", "max of the two candidates", lambda: lab16.check_predict_exposed(
-        predict_closed)),
+    honest(
+        "16.3", "max of the two candidates", lambda: lab16.check_predict_exposed(predict_closed)
+    ),
     honest("16.3", "by regime", lambda: lab16.check_predict_exposed(predict_by_regime)),
-    wrong("16.3", "only the last bucket", lambda: lab16.check_predict_exposed(
-        lambda n, t, g, k, a, b: a + b * k * g), match="still busy"),
-    wrong("16.3", "no overlap", lambda: lab16.check_predict_exposed(
-        lambda n, t, g, k, a, b: (n // k) * (a + b * k * g)), match="no-overlap"),
-    wrong("16.3", "comm-bound formula always", lambda: lab16.check_predict_exposed(
-        lambda n, t, g, k, a, b: k * t + (n // k) * (a + b * k * g) - n * t), match="take the max"),
-    cheat("16.3", "overlap.exposed_uniform", lambda: lab16.check_predict_exposed(
-        O.exposed_uniform), error=ReferenceCalledError),
-    cheat("16.3", "the reference's step", lambda: lab16.check_predict_exposed(
-        lambda n, t, g, k, a, b: O.overlap_step([t] * n, [g] * n, k * g, a, b).exposed),
-          error=ReferenceCalledError),
-    cheat("16.3", "the grader's schedule", lambda: lab16.check_predict_exposed(
-        lambda n, t, g, k, a, b: _truth.step_time([t] * n, [g] * n, k * g, a, b) - n * t),
-          error=ReferenceCalledError),
-    cheat("16.3", "a float that equals anything", lambda: lab16.check_predict_exposed(
-        lambda *args: always_equal(0.0))),
-]  # fmt: skip
+    wrong(
+        "16.3",
+        "only the last bucket",
+        lambda: lab16.check_predict_exposed(lambda n, t, g, k, a, b: a + b * k * g),
+        match="still busy",
+    ),
+    wrong(
+        "16.3",
+        "no overlap",
+        lambda: lab16.check_predict_exposed(lambda n, t, g, k, a, b: (n // k) * (a + b * k * g)),
+        match="no-overlap",
+    ),
+    wrong(
+        "16.3",
+        "comm-bound formula always",
+        lambda: lab16.check_predict_exposed(
+            lambda n, t, g, k, a, b: k * t + (n // k) * (a + b * k * g) - n * t
+        ),
+        match="take the max",
+    ),
+    cheat(
+        "16.3",
+        "overlap.exposed_uniform",
+        lambda: lab16.check_predict_exposed(O.exposed_uniform),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.3",
+        "the reference's step",
+        lambda: lab16.check_predict_exposed(
+            lambda n, t, g, k, a, b: O.overlap_step([t] * n, [g] * n, k * g, a, b).exposed
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.3",
+        "the grader's schedule",
+        lambda: lab16.check_predict_exposed(
+            lambda n, t, g, k, a, b: _truth.step_time([t] * n, [g] * n, k * g, a, b) - n * t
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.3",
+        "a float that equals anything",
+        lambda: lab16.check_predict_exposed(lambda *args: always_equal(0.0)),
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 16.4
 def choose_all_caps(bwd_times, grad_bytes, alpha, beta):
-    caps = {sum(grad_bytes[i:j]) for i in range(len(grad_bytes))
-            for j in range(i + 1, len(grad_bytes) + 1)}  # fmt: skip
+    caps = {
+        sum(grad_bytes[i:j])
+        for i in range(len(grad_bytes))
+        for j in range(i + 1, len(grad_bytes) + 1)
+    }
     total = sum(bwd_times)
 
     def step(cap):
@@ -304,30 +417,64 @@ def choose_every_integer(bwd_times, grad_bytes, alpha, beta):
 def choose_prefixes(bwd_times, grad_bytes, alpha, beta):
     caps = [sum(grad_bytes[:j]) for j in range(1, len(grad_bytes) + 1)]
     total = sum(bwd_times)
-    return min(caps, key=lambda c: max(total, buckets_two_pass(bwd_times, grad_bytes, c, alpha,
-                                                               beta)[-1][1]))  # fmt: skip
+    return min(
+        caps,
+        key=lambda c: max(total, buckets_two_pass(bwd_times, grad_bytes, c, alpha, beta)[-1][1]),
+    )
 
 
 ATTEMPTS += [
     honest("16.4", "every run of layers", lambda: lab16.check_choose_bucket(choose_all_caps)),
     honest("16.4", "every integer cap", lambda: lab16.check_choose_bucket(choose_every_integer)),
-    wrong("16.4", "DDP's 25 MB", lambda: lab16.check_choose_bucket(
-        lambda t, g, a, b: 25 * 2**20), match="one bucket"),
-    wrong("16.4", "one bucket per layer", lambda: lab16.check_choose_bucket(
-        lambda t, g, a, b: 1), match="Per-layer buckets"),
-    wrong("16.4", "prefix sums only", lambda: lab16.check_choose_bucket(choose_prefixes),
-          match="not only from the first layer"),
-    cheat("16.4", "overlap.best_bucket_bytes", lambda: lab16.check_choose_bucket(
-        O.best_bucket_bytes), error=ReferenceCalledError),
-    cheat("16.4", "the grader's step time", lambda: lab16.check_choose_bucket(
-        lambda t, g, a, b: min(range(1, sum(g) + 1),
-                               key=lambda c: _truth.step_time(t, g, c, a, b))),
-          error=ReferenceCalledError),
-    cheat("16.4", "memorised caps", lambda: lab16.check_choose_bucket(
-        lambda t, g, a, b: {16: 400, 8: 570, 7: 160}.get(len(t), sum(g))), match="budget"),
-    cheat("16.4", "a cap that equals anything", lambda: lab16.check_choose_bucket(
-        lambda t, g, a, b: always_equal(100)), match="number|subclass"),
-]  # fmt: skip
+    wrong(
+        "16.4",
+        "DDP's 25 MB",
+        lambda: lab16.check_choose_bucket(lambda t, g, a, b: 25 * 2**20),
+        match="one bucket",
+    ),
+    wrong(
+        "16.4",
+        "one bucket per layer",
+        lambda: lab16.check_choose_bucket(lambda t, g, a, b: 1),
+        match="Per-layer buckets",
+    ),
+    wrong(
+        "16.4",
+        "prefix sums only",
+        lambda: lab16.check_choose_bucket(choose_prefixes),
+        match="not only from the first layer",
+    ),
+    cheat(
+        "16.4",
+        "overlap.best_bucket_bytes",
+        lambda: lab16.check_choose_bucket(O.best_bucket_bytes),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.4",
+        "the grader's step time",
+        lambda: lab16.check_choose_bucket(
+            lambda t, g, a, b: min(
+                range(1, sum(g) + 1), key=lambda c: _truth.step_time(t, g, c, a, b)
+            )
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.4",
+        "memorised caps",
+        lambda: lab16.check_choose_bucket(
+            lambda t, g, a, b: {16: 400, 8: 570, 7: 160}.get(len(t), sum(g))
+        ),
+        match="budget",
+    ),
+    cheat(
+        "16.4",
+        "a cap that equals anything",
+        lambda: lab16.check_choose_bucket(lambda t, g, a, b: always_equal(100)),
+        match="number|subclass",
+    ),
+]
 
 
 # ------------------------------------------------------------------------------------ 16.5
@@ -378,30 +525,64 @@ def prefetch_everything(f, p, alpha, beta):
 
 def prefetch_compute_early(f, p, alpha, beta):
     """Compute starts when the previous layer ends, whether its gather is done or not."""
-    return [(gs, ge, cs0, cs0 + t) for (gs, ge, _, _), cs0, t in
-            zip(prefetch_rows(f, p, alpha, beta),
-                np.concatenate([[0.0], np.cumsum(f)[:-1]]), f, strict=True)]  # fmt: skip
+    return [
+        (gs, ge, cs0, cs0 + t)
+        for (gs, ge, _, _), cs0, t in zip(
+            prefetch_rows(f, p, alpha, beta),
+            np.concatenate([[0.0], np.cumsum(f)[:-1]]),
+            f,
+            strict=True,
+        )
+    ]
 
 
 ATTEMPTS += [
     honest("16.5", "rows of the last two layers", lambda: lab16.check_prefetch(prefetch_rows)),
     honest("16.5", "a deque of layers held", lambda: lab16.check_prefetch(prefetch_streams)),
-    wrong("16.5", "gather on demand", lambda: lab16.check_prefetch(prefetch_on_demand),
-          match="on demand"),
-    wrong("16.5", "prefetch everything", lambda: lab16.check_prefetch(prefetch_everything),
-          match="memory budget"),
-    wrong("16.5", "compute before its gather", lambda: lab16.check_prefetch(
-        prefetch_compute_early), match="after its gather"),
-    cheat("16.5", "overlap.prefetch_intervals", lambda: lab16.check_prefetch(
-        O.prefetch_intervals), error=ReferenceCalledError),
-    cheat("16.5", "the reference's Device", lambda: lab16.check_prefetch(
-        lambda f, p, a, b: [(0.0,) * 4 for _ in f] if S.Device().launch("x", "y", 1.0) else []),
-          error=ReferenceCalledError),
-    cheat("16.5", "the grader's rows", lambda: lab16.check_prefetch(_truth.prefetch_rows),
-          error=ReferenceCalledError),
-    cheat("16.5", "an array that equals anything", lambda: lab16.check_prefetch(
-        lambda f, p, a, b: always_equal(np.zeros((len(f), 4))))),
-]  # fmt: skip
+    wrong(
+        "16.5",
+        "gather on demand",
+        lambda: lab16.check_prefetch(prefetch_on_demand),
+        match="on demand",
+    ),
+    wrong(
+        "16.5",
+        "prefetch everything",
+        lambda: lab16.check_prefetch(prefetch_everything),
+        match="memory budget",
+    ),
+    wrong(
+        "16.5",
+        "compute before its gather",
+        lambda: lab16.check_prefetch(prefetch_compute_early),
+        match="after its gather",
+    ),
+    cheat(
+        "16.5",
+        "overlap.prefetch_intervals",
+        lambda: lab16.check_prefetch(O.prefetch_intervals),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.5",
+        "the reference's Device",
+        lambda: lab16.check_prefetch(
+            lambda f, p, a, b: [(0.0,) * 4 for _ in f] if S.Device().launch("x", "y", 1.0) else []
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.5",
+        "the grader's rows",
+        lambda: lab16.check_prefetch(_truth.prefetch_rows),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "16.5",
+        "an array that equals anything",
+        lambda: lab16.check_prefetch(lambda f, p, a, b: always_equal(np.zeros((len(f), 4)))),
+    ),
+]
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)

@@ -16,34 +16,61 @@ MIB = 1 << 20
 
 MUSTS = [
     ("17.1", "a multiple of 512 (at least 512)", "test_wrong_size_classes_are_rejected"),
-    ("17.1", "2 MiB in the small pool; 20 MiB for large requests under 10 MiB",
-     "test_wrong_size_classes_are_rejected"),
+    (
+        "17.1",
+        "2 MiB in the small pool; 20 MiB for large requests under 10 MiB",
+        "test_wrong_size_classes_are_rejected",
+    ),
     ("17.1", "`rounded >= nbytes`, `rounded % 512 == 0`, `segment >= rounded`", "test_attempt"),
-    ("17.2", "find the **smallest** free block with `block.size >= size` (lowest address on ties)",
-     "test_wrong_alloc_blocks_are_rejected"),
-    ("17.2", "split it when the rest is `>= 512` (small pool) or `> 1 MiB` (large pool)",
-     "test_wrong_alloc_blocks_are_rejected"),
-    ("17.2", "must reserve no more than the best-fit splitting allocator",
-     "test_alloc_block_over_the_reserved_budget_is_rejected"),
+    (
+        "17.2",
+        "find the **smallest** free block with `block.size >= size` (lowest address on ties)",
+        "test_wrong_alloc_blocks_are_rejected",
+    ),
+    (
+        "17.2",
+        "split it when the rest is `>= 512` (small pool) or `> 1 MiB` (large pool)",
+        "test_wrong_alloc_blocks_are_rejected",
+    ),
+    (
+        "17.2",
+        "must reserve no more than the best-fit splitting allocator",
+        "test_alloc_block_over_the_reserved_budget_is_rejected",
+    ),
     ("17.2", 'First fit, worst fit and "no split" fail with their name', "test_attempt"),
     ("17.3", "**if they belong to the same segment**", "test_wrong_free_blocks_are_rejected"),
-    ("17.3", "no coalescing costs a second device allocation",
-     "test_free_block_without_coalescing_costs_a_device_allocation"),
+    (
+        "17.3",
+        "no coalescing costs a second device allocation",
+        "test_free_block_without_coalescing_costs_a_device_allocation",
+    ),
     ("17.4", "every address inside a live segment, no two live blocks overlapping", "test_attempt"),
     ("17.4", "add its size to `allocated`", "test_attempt"),
     ("17.4", "The device is not told.", "test_attempt"),
-    ("17.4", "**none in the third step**",
-     "test_value_correct_allocator_over_the_reserved_budget_is_rejected"),
-    ("17.4", r"a reserved peak $\le 1.25\,L^\*$",
-     "test_value_correct_allocator_over_the_reserved_budget_is_rejected"),
-    ("17.4", "the counters agree with the device (`peak_reserved` too, across an `empty_cache`)",
-     "test_wrong_allocators_are_rejected"),
-    ("17.4", "with blocks still live releases only the segments that are one whole free block",
-     "test_wrong_allocators_are_rejected"),
+    (
+        "17.4",
+        "**none in the third step**",
+        "test_value_correct_allocator_over_the_reserved_budget_is_rejected",
+    ),
+    (
+        "17.4",
+        r"a reserved peak $\le 1.25\,L^\*$",
+        "test_value_correct_allocator_over_the_reserved_budget_is_rejected",
+    ),
+    (
+        "17.4",
+        "the counters agree with the device (`peak_reserved` too, across an `empty_cache`)",
+        "test_wrong_allocators_are_rejected",
+    ),
+    (
+        "17.4",
+        "with blocks still live releases only the segments that are one whole free block",
+        "test_wrong_allocators_are_rejected",
+    ),
     ("17.5", "over the **free** blocks of `pool`", "test_wrong_fragmentations_are_rejected"),
     ("17.5", "`0.0` when no block is free", "test_wrong_fragmentations_are_rejected"),
     ("17.5", "the ratio without `1 -`", "test_wrong_fragmentations_are_rejected"),
-]  # fmt: skip
+]
 
 
 def test_reference_passes() -> None:

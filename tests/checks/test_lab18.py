@@ -287,30 +287,64 @@ def test_kv_waste_rejects_waste_at_block_size_one():
 
 # every must, only, budget and invariant of the prose -> the test that fails when it breaks
 MUSTS = [
-    ("18.1", "Exercise code may not call torch, nor the `minitorch.runtime` reference",
-     "test_slot_mapping_rejects_the_reference"),
+    (
+        "18.1",
+        "Exercise code may not call torch, nor the `minitorch.runtime` reference",
+        "test_slot_mapping_rejects_the_reference",
+    ),
     ("18.1", "as an int array", "test_slot_mapping_rejects_float_slots"),
-    ("18.1", "positions $0..B-1$ land in block `block_table[0]`, in order",
-     "test_slot_mapping_rejects_wrong_answers"),
-    ("18.2", "nor for 18.2 another lab's attention (labs 08, 09, 26)",
-     "test_paged_attention_rejects_other_labs_attention"),
-    ("18.2", "the result equals torch's `scaled_dot_product_attention` on the contiguous K/V to "
-     "1e-7, whatever the stale slots contain", "test_paged_attention_rejects_wrong_answers"),
+    (
+        "18.1",
+        "positions $0..B-1$ land in block `block_table[0]`, in order",
+        "test_slot_mapping_rejects_wrong_answers",
+    ),
+    (
+        "18.2",
+        "nor for 18.2 another lab's attention (labs 08, 09, 26)",
+        "test_paged_attention_rejects_other_labs_attention",
+    ),
+    (
+        "18.2",
+        "the result equals torch's `scaled_dot_product_attention` on the contiguous K/V to "
+        "1e-7, whatever the stale slots contain",
+        "test_paged_attention_rejects_wrong_answers",
+    ),
     ("18.2", "never read them", "test_paged_attention_rejects_wrong_answers"),
-    ("18.3", "requires exactly the blocks and copies that copy-on-write needs",
-     "test_copy_on_write_rejects_wrong_answers"),
-    ("18.3", "`free_blocks` (a list; take blocks with `free_blocks.pop(0)`) **in place**",
-     "test_copy_on_write_rejects_wrong_answers"),
-    ("18.3", "a block with ref count 1 is always written in place",
-     "test_copy_on_write_rejects_wrong_answers"),
+    (
+        "18.3",
+        "requires exactly the blocks and copies that copy-on-write needs",
+        "test_copy_on_write_rejects_wrong_answers",
+    ),
+    (
+        "18.3",
+        "`free_blocks` (a list; take blocks with `free_blocks.pop(0)`) **in place**",
+        "test_copy_on_write_rejects_wrong_answers",
+    ),
+    (
+        "18.3",
+        "a block with ref count 1 is always written in place",
+        "test_copy_on_write_rejects_wrong_answers",
+    ),
     ("18.3", "compares ref counts with the tables", "test_attempt"),
     ("18.4", "one `int` key per **full** block", "test_prefix_hashes_reject_wrong_answers"),
-    ("18.4", "keys of block $i$ must be equal exactly when the first $(i+1)B$ tokens are",
-     "test_prefix_hashes_reject_an_order_insensitive_chain"),
-    ("18.4", "a prompt shorter than one block has no key",
-     "test_prefix_hashes_reject_wrong_answers"),
-    ("18.5", "with `block_size = 1` paging wastes nothing",
-     "test_kv_waste_rejects_waste_at_block_size_one"),
-    ("18.5", "the fraction of held KV slots that hold no token",
-     "test_kv_waste_rejects_wrong_answers"),
-]  # fmt: skip
+    (
+        "18.4",
+        "keys of block $i$ must be equal exactly when the first $(i+1)B$ tokens are",
+        "test_prefix_hashes_reject_an_order_insensitive_chain",
+    ),
+    (
+        "18.4",
+        "a prompt shorter than one block has no key",
+        "test_prefix_hashes_reject_wrong_answers",
+    ),
+    (
+        "18.5",
+        "with `block_size = 1` paging wastes nothing",
+        "test_kv_waste_rejects_waste_at_block_size_one",
+    ),
+    (
+        "18.5",
+        "the fraction of held KV slots that hold no token",
+        "test_kv_waste_rejects_wrong_answers",
+    ),
+]

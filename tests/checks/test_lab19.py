@@ -307,45 +307,103 @@ def test_predict_steps_rejects_a_prefill_step_per_batch():
 
 # every must, only, budget and invariant of the prose -> the test that fails when it breaks
 MUSTS = [
-    ("19.1", "Exercise code may not call torch, nor the `minitorch.runtime` reference of what "
-     "the exercise asks", "test_schedule_step_rejects_the_reference"),
-    ("19.1", "a step never schedules more tokens than its budget",
-     "test_schedule_step_rejects_wrong_answers"),
-    ("19.1", "**Budget:** the tokens returned never exceed `token_budget`.",
-     "test_schedule_step_rejects_wrong_answers"),
-    ("19.1",
-     "a sequence with nothing left gets no entry", "test_schedule_step_rejects_empty_entries"),
-    ("19.1", "while fewer than `max_num_seqs` sequences run (running ones count)",
-     "test_schedule_step_rejects_wrong_answers"),
-    ("19.1", "`blocks_needed <= free_blocks` (which then shrinks)",
-     "test_schedule_step_rejects_free_blocks_that_never_shrink"),
-    ("19.1", "Stop at the first that cannot be admitted: later ones may not overtake it.",
-     "test_schedule_step_rejects_wrong_answers"),
-    ("19.1", "its whole need if it fits (skipped otherwise)",
-     "test_schedule_step_rejects_stopping_at_a_running_prompt"),
-    ("19.2", "preempt the newest *other* sequence not yet served this step",
-     "test_preemption_rejects_wrong_answers"),
-    ("19.2", "the kept sequences' new blocks fit in `free_blocks` plus the blocks the preempted "
-     "ones held; nobody is preempted when the blocks suffice",
-     "test_preemption_rejects_wrong_answers"),
+    (
+        "19.1",
+        "Exercise code may not call torch, nor the `minitorch.runtime` reference of what "
+        "the exercise asks",
+        "test_schedule_step_rejects_the_reference",
+    ),
+    (
+        "19.1",
+        "a step never schedules more tokens than its budget",
+        "test_schedule_step_rejects_wrong_answers",
+    ),
+    (
+        "19.1",
+        "**Budget:** the tokens returned never exceed `token_budget`.",
+        "test_schedule_step_rejects_wrong_answers",
+    ),
+    (
+        "19.1",
+        "a sequence with nothing left gets no entry",
+        "test_schedule_step_rejects_empty_entries",
+    ),
+    (
+        "19.1",
+        "while fewer than `max_num_seqs` sequences run (running ones count)",
+        "test_schedule_step_rejects_wrong_answers",
+    ),
+    (
+        "19.1",
+        "`blocks_needed <= free_blocks` (which then shrinks)",
+        "test_schedule_step_rejects_free_blocks_that_never_shrink",
+    ),
+    (
+        "19.1",
+        "Stop at the first that cannot be admitted: later ones may not overtake it.",
+        "test_schedule_step_rejects_wrong_answers",
+    ),
+    (
+        "19.1",
+        "its whole need if it fits (skipped otherwise)",
+        "test_schedule_step_rejects_stopping_at_a_running_prompt",
+    ),
+    (
+        "19.2",
+        "preempt the newest *other* sequence not yet served this step",
+        "test_preemption_rejects_wrong_answers",
+    ),
+    (
+        "19.2",
+        "the kept sequences' new blocks fit in `free_blocks` plus the blocks the preempted "
+        "ones held; nobody is preempted when the blocks suffice",
+        "test_preemption_rejects_wrong_answers",
+    ),
     ("19.2", "if none is left, it preempts itself", "test_preemption_rejects_wrong_answers"),
-    ("19.3", "the engine's step must run the whole batch in one forward pass that computes "
-     "exactly the step's tokens", "test_engine_step_counts_the_tokens_computed"),
-    ("19.3", "**Budget:** one `runner.forward` call per engine step",
-     "test_engine_step_rejects_wrong_answers"),
-    ("19.3", "the logits you return are rows of what that call returned",
-     "test_engine_step_counters_are_out_of_reach"),
-    ("19.3",
-     "Your step runs in a separate process whose runner only sends its chunks to the check",
-     "test_engine_step_counters_are_out_of_reach"),
-    ("19.3",
-     "a prompt cut mid-way has no next token yet", "test_engine_step_rejects_wrong_answers"),
-    ("19.3", "every request's tokens must equal `generate` run on it alone",
-     "test_engine_step_rejects_wrong_answers"),
-    ("19.4", "with `batch_size = 1` both policies take `sum(output_lens)` steps",
-     "test_predict_steps_rejects_a_prefill_step_per_batch"),
-    ("19.4",
-     "each lasting as long as its *longest* request", "test_predict_steps_rejects_wrong_answers"),
-    ("19.4", "each request, in order, takes the seat that frees first",
-     "test_predict_steps_rejects_wrong_answers"),
-]  # fmt: skip
+    (
+        "19.3",
+        "the engine's step must run the whole batch in one forward pass that computes "
+        "exactly the step's tokens",
+        "test_engine_step_counts_the_tokens_computed",
+    ),
+    (
+        "19.3",
+        "**Budget:** one `runner.forward` call per engine step",
+        "test_engine_step_rejects_wrong_answers",
+    ),
+    (
+        "19.3",
+        "the logits you return are rows of what that call returned",
+        "test_engine_step_counters_are_out_of_reach",
+    ),
+    (
+        "19.3",
+        "Your step runs in a separate process whose runner only sends its chunks to the check",
+        "test_engine_step_counters_are_out_of_reach",
+    ),
+    (
+        "19.3",
+        "a prompt cut mid-way has no next token yet",
+        "test_engine_step_rejects_wrong_answers",
+    ),
+    (
+        "19.3",
+        "every request's tokens must equal `generate` run on it alone",
+        "test_engine_step_rejects_wrong_answers",
+    ),
+    (
+        "19.4",
+        "with `batch_size = 1` both policies take `sum(output_lens)` steps",
+        "test_predict_steps_rejects_a_prefill_step_per_batch",
+    ),
+    (
+        "19.4",
+        "each lasting as long as its *longest* request",
+        "test_predict_steps_rejects_wrong_answers",
+    ),
+    (
+        "19.4",
+        "each request, in order, takes the seat that frees first",
+        "test_predict_steps_rejects_wrong_answers",
+    ),
+]

@@ -422,8 +422,16 @@ def predict_via_engine(output_lens, batch_size, policy):
     from minitorch.runtime.workload import Request
 
     reqs = [Request([1], n, 0.0) for n in output_lens]
-    eng = Engine(None, num_blocks=4096, block_size=16, token_budget=4096, max_num_seqs=batch_size,
-                 chunked_prefill=False, policy=policy, cost=CostModel())  # fmt: skip
+    eng = Engine(
+        None,
+        num_blocks=4096,
+        block_size=16,
+        token_budget=4096,
+        max_num_seqs=batch_size,
+        chunked_prefill=False,
+        policy=policy,
+        cost=CostModel(),
+    )
     return len(eng.run(reqs).steps)
 
 

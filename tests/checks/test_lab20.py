@@ -256,34 +256,60 @@ def test_all_gather_of_reduce_scatter_is_the_all_reduce():
     xs = [np.arange(7) * (r + 1) for r in range(3)]
     run = run_ranks(lambda c, x: all_gather(c, reduce_scatter(c, x)), 3, [(x,) for x in xs])
     assert all(np.array_equal(o, sum(xs)) for o in run.results)
-    broken = run_ranks(lambda c, x: all_gather(c, reduce_scatter(c, x))[::-1].copy(), 3,
-                       [(x,) for x in xs])  # fmt: skip
+    broken = run_ranks(
+        lambda c, x: all_gather(c, reduce_scatter(c, x))[::-1].copy(), 3, [(x,) for x in xs]
+    )
     assert not all(np.array_equal(o, sum(xs)) for o in broken.results)
 
 
 MUSTS = [
-    ("20.1", "every rank must send exactly the bytes of the algorithm the exercise names",
-     "test_broadcast"),
-    ("20.1", r"the root sends exactly $(p-1)\,n$ bytes ($n$ = `x.nbytes`), every other rank 0 "
-     "— no message to itself", "test_attempt"),
-    ("20.1", "with $p = 1$ nothing is sent and the root returns `x`",
-     "test_a_world_of_one_sends_nothing_and_every_message_is_received"),
-    ("20.1", "talks only through point-to-point messages",
-     "test_a_world_of_one_sends_nothing_and_every_message_is_received"),
-    ("20.2", r"rank 0 sends exactly $(p-1)\,n$ bytes, every other rank exactly $n$",
-     "test_attempt"),
+    (
+        "20.1",
+        "every rank must send exactly the bytes of the algorithm the exercise names",
+        "test_broadcast",
+    ),
+    (
+        "20.1",
+        r"the root sends exactly $(p-1)\,n$ bytes ($n$ = `x.nbytes`), every other rank 0 "
+        "— no message to itself",
+        "test_attempt",
+    ),
+    (
+        "20.1",
+        "with $p = 1$ nothing is sent and the root returns `x`",
+        "test_a_world_of_one_sends_nothing_and_every_message_is_received",
+    ),
+    (
+        "20.1",
+        "talks only through point-to-point messages",
+        "test_a_world_of_one_sends_nothing_and_every_message_is_received",
+    ),
+    (
+        "20.2",
+        r"rank 0 sends exactly $(p-1)\,n$ bytes, every other rank exactly $n$",
+        "test_attempt",
+    ),
     ("20.2", "Integer inputs must be summed exactly", "test_all_reduce"),
     ("20.2", "every rank returns the same array", "test_attempt"),
     ("20.3", "Send each peer $j$ only chunk $j$ of your `x`", "test_attempt"),
-    ("20.3", "rank $r$ sends exactly $n - c_r$ bytes (every chunk but its own, once)",
-     "test_reduce_scatter"),
+    (
+        "20.3",
+        "rank $r$ sends exactly $n - c_r$ bytes (every chunk but its own, once)",
+        "test_reduce_scatter",
+    ),
     ("20.3", "concatenating the results of ranks $0..p-1$ gives the full sum", "test_attempt"),
     ("20.4", r"rank $r$ sends exactly $(p-1)\,c_r$ bytes, straight to each peer", "test_attempt"),
-    ("20.4", "`all_gather(reduce_scatter(x))` is the all-reduce",
-     "test_all_gather_of_reduce_scatter_is_the_all_reduce"),
-    ("20.5", r"summed over ranks, the naive all-reduce sends $2(p-1)\,n$ bytes",
-     "test_predict_bytes"),
-]  # fmt: skip
+    (
+        "20.4",
+        "`all_gather(reduce_scatter(x))` is the all-reduce",
+        "test_all_gather_of_reduce_scatter_is_the_all_reduce",
+    ),
+    (
+        "20.5",
+        r"summed over ranks, the naive all-reduce sends $2(p-1)\,n$ bytes",
+        "test_predict_bytes",
+    ),
+]
 
 
 # --------------------------------------------------------------------------- hints are modelled

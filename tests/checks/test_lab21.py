@@ -343,30 +343,53 @@ def test_worker_refuses_collectives_and_hides_the_communicator():
 
 
 MUSTS = [
-    ("21.1", "sending only to `(rank + 1) % p`, receiving only from `(rank - 1) % p`",
-     "test_attempt"),
+    (
+        "21.1",
+        "sending only to `(rank + 1) % p`, receiving only from `(rank - 1) % p`",
+        "test_attempt",
+    ),
     ("21.1", "integers must come out exact", "test_attempt"),
     ("21.1", "every rank sends exactly $2(p-1)$ messages of one chunk each", "test_attempt"),
     ("21.1", "chunk boundaries that do not follow the course convention", "test_ring"),
-    ("21.1", "a reduce-then-broadcast dressed as a ring, fails even with the right sums",
-     "test_attempt"),
+    (
+        "21.1",
+        "a reduce-then-broadcast dressed as a ring, fails even with the right sums",
+        "test_attempt",
+    ),
     ("21.1", "Exercise code may not call torch", "test_attempt"),
     ("21.2", r"exactly $2\log_2 p$ messages per rank", "test_attempt"),
     ("21.2", r"$2\log_2 p = 6$ rounds when only $\alpha$ counts", "test_halving_doubling"),
     ("21.2", "after the halving phase rank $r$ holds the sum of chunk $r$", "test_attempt"),
     ("21.3", r"for $p = 8$, $n^\ast \approx 1.9\,\alpha/\beta$", "test_crossover"),
-    ("21.3", "nor the reference all-reduce algorithms of `minitorch.comm` or the cost formulas",
-     "test_attempt"),
+    (
+        "21.3",
+        "nor the reference all-reduce algorithms of `minitorch.comm` or the cost formulas",
+        "test_attempt",
+    ),
     ("21.4", "exactly $2(q-1)n$ bytes cross between nodes in all", "test_attempt"),
-    ("21.4", r"no rank more than $2(q-1)\lceil\lceil n/g\rceil/q\rceil$ elements' worth",
-     "test_hierarchical"),
+    (
+        "21.4",
+        r"no rank more than $2(q-1)\lceil\lceil n/g\rceil/q\rceil$ elements' worth",
+        "test_hierarchical",
+    ),
     ("21.4", "with one node ($g = p$) nothing crosses", "test_hierarchical"),
-    ("21.5", "Your function sees only `rank`, `world_size`, `send`, `recv`, `isend`, `irecv`, "
-     "`barrier` and numpy", "test_worker_refuses_collectives_and_hides_the_communicator"),
-    ("21.5", "counted by each rank's own process, outside your function's reach",
-     "test_ring_on_gloo_rejects_in_process"),
-    ("21.5", "a rank whose code calls torch (a `torch.distributed` collective included) or the "
-     "course's reference, or reaches for frames, `gc`, files, sockets, threads or new processes "
-     "is stopped", "test_the_seal_refuses_what_a_rank_must_not_do_and_lets_honest_code_run"),
+    (
+        "21.5",
+        "Your function sees only `rank`, `world_size`, `send`, `recv`, `isend`, `irecv`, "
+        "`barrier` and numpy",
+        "test_worker_refuses_collectives_and_hides_the_communicator",
+    ),
+    (
+        "21.5",
+        "counted by each rank's own process, outside your function's reach",
+        "test_ring_on_gloo_rejects_in_process",
+    ),
+    (
+        "21.5",
+        "a rank whose code calls torch (a `torch.distributed` collective included) or the "
+        "course's reference, or reaches for frames, `gc`, files, sockets, threads or new processes "
+        "is stopped",
+        "test_the_seal_refuses_what_a_rank_must_not_do_and_lets_honest_code_run",
+    ),
     ("21.5", "it also passes 21.1's check on SimWorld", "test_attempt"),
-]  # fmt: skip
+]

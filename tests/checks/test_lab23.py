@@ -267,6 +267,7 @@ def test_zero3_forward():
         lab23.check_zero3_forward, zero.zero3_forward, match="reference", error=ReferenceCalledError
     )
 
+
 # Every "must", "only", budget and invariant of the lab's prose, and the test that fails when
 # it is broken (test_attempt: the adversarial battery, tests/checks/test_lab23_attacks.py).
 MUSTS = [
@@ -274,26 +275,50 @@ MUSTS = [
     ("23.1", "close the bucket as soon as its bytes reach `bucket_bytes`", "test_attempt"),
     ("23.1", "every bucket but the last holds at least `bucket_bytes`", "test_assign_buckets"),
     ("23.1", "Forward order fails", "test_assign_buckets"),
-    ("23.2", "one all-reduce per bucket (per-parameter all-reduces send too many messages)",
-     "test_ddp_sync_simulated"),
-    ("23.2", "Summing without dividing moves the weights $N$ times too far",
-     "test_ddp_sync_simulated"),
-    ("23.2", "compares the weights with one process trained on the whole batch: equal to 1e-10",
-     "test_attempt"),
+    (
+        "23.2",
+        "one all-reduce per bucket (per-parameter all-reduces send too many messages)",
+        "test_ddp_sync_simulated",
+    ),
+    (
+        "23.2",
+        "Summing without dividing moves the weights $N$ times too far",
+        "test_ddp_sync_simulated",
+    ),
+    (
+        "23.2",
+        "compares the weights with one process trained on the whole batch: equal to 1e-10",
+        "test_attempt",
+    ),
     ("23.2", "Exercise code may not call torch", "test_attempt"),
     ("23.2", "calling torch there fails as it does here", "test_ddp_sync_on_two_gloo_processes"),
-    ("23.2", "whose messages and bytes are counted outside it, where your code cannot reach them",
-     "test_attempt"),
-    ("23.3", "with one bucket the two functions agree; the result is never negative",
-     "test_exposed_comm"),
-    ("23.3", "Launching every bucket after backward, or letting buckets overlap each other, fails",
-     "test_attempt"),
+    (
+        "23.2",
+        "whose messages and bytes are counted outside it, where your code cannot reach them",
+        "test_attempt",
+    ),
+    (
+        "23.3",
+        "with one bucket the two functions agree; the result is never negative",
+        "test_exposed_comm",
+    ),
+    (
+        "23.3",
+        "Launching every bucket after backward, or letting buckets overlap each other, fails",
+        "test_attempt",
+    ),
     ("23.4", "stage 3 is stage 0 divided by $N$", "test_zero_bytes"),
     ("23.4", "compares your formula with the bytes a `ZeroRank` really holds", "test_attempt"),
-    ("23.5", "release it with `store.free(i)` **as soon as its matmul is done**",
-     "test_zero3_forward"),
-    ("23.5", "every rank's **peak** memory may exceed its shards by at most two full layers",
-     "test_zero3_forward"),
+    (
+        "23.5",
+        "release it with `store.free(i)` **as soon as its matmul is done**",
+        "test_zero3_forward",
+    ),
+    (
+        "23.5",
+        "every rank's **peak** memory may exceed its shards by at most two full layers",
+        "test_zero3_forward",
+    ),
     ("23.5", "every layer must be gathered exactly once (bytes counted)", "test_attempt"),
     ("23.5", "a rank may hold at most 12 fp16 layers' worth beyond its shards", "test_attempt"),
-]  # fmt: skip
+]

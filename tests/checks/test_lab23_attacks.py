@@ -235,8 +235,10 @@ def ddp_fix_the_count(comm, grads, buckets):
     """One all-reduce per parameter, then the count set to what one per bucket sends, on
     whatever counter the communicator's closure holds (on the harness: none of the grader's)."""
     cells = [c.cell_contents for c in getattr(comm.send, "__closure__", None) or ()]
-    cells += [c.cell_contents for c in getattr(getattr(comm.send, "__func__", None),
-                                               "__closure__", None) or ()]  # fmt: skip
+    cells += [
+        c.cell_contents
+        for c in getattr(getattr(comm.send, "__func__", None), "__closure__", None) or ()
+    ]
     counting = next((c for c in cells if hasattr(c, "messages")), None)
     before = counting.messages if counting is not None else 0
     out = [all_reduce(comm, np.array(g)) / comm.world_size for g in grads]

@@ -236,8 +236,12 @@ def test_sp_mlp():
 # --------------------------------------------------------------------------- 24.5 bytes
 def activation_bytes_per_layer(s, b, h, a, t, mode):
     sbh, att = s * b * h, 5 * a * s / h
-    return {"none": sbh * (34 + att), "tp": sbh * (10 + 24 / t + att / t),
-            "sp": sbh * (34 / t + att / t), "recompute": 2 * sbh}[mode]  # fmt: skip
+    return {
+        "none": sbh * (34 + att),
+        "tp": sbh * (10 + 24 / t + att / t),
+        "sp": sbh * (34 / t + att / t),
+        "recompute": 2 * sbh,
+    }[mode]
 
 
 def bytes_tp_all_divided(s, b, h, a, t, mode):
@@ -299,8 +303,13 @@ def test_tp_mlp_gloo_ranks_refuse_torch():
     where a torch.distributed collective is a forbidden call (the kernel's message)."""
     from a2s.checks.errors import ForbiddenCallError
 
-    rejects(lab24.check_tp_mlp, forward_torch_collective, tp_mlp_backward, match="torch",
-            error=ForbiddenCallError)  # fmt: skip
+    rejects(
+        lab24.check_tp_mlp,
+        forward_torch_collective,
+        tp_mlp_backward,
+        match="torch",
+        error=ForbiddenCallError,
+    )
 
 
 # --------------------------------------------------------------------------- review additions
@@ -387,30 +396,57 @@ def test_lab26_attention_is_blocked():
         error=ReferenceCalledError,
     )
 
+
 # Every "must", "only", budget and invariant of the lab's prose, and the test that fails when
 # it is broken (test_attempt: the adversarial battery, tests/checks/test_lab24_attacks.py).
 MUSTS = [
     ("24.1", "ONE all-reduce of $(s, b, h)$ forward and ONE backward", "test_tp_mlp_simulated"),
-    ("24.1", "A row-parallel layer without the all-reduce, a bias added before it, or a partial "
-     "`dx` fails", "test_attempt"),
-    ("24.1", "equal to the unsharded MLP (float64, 1e-9) on $t$ = 1, 2, 4 and on 2 gloo processes",
-     "test_tp_mlp_on_two_gloo_processes"),
-    ("24.1", "whose messages and bytes are counted outside it, where your code cannot reach them",
-     "test_attempt"),
-    ("24.2", r"position $i$ attends to positions $j \le i$ only; scale by $1/\sqrt{d}$",
-     "test_attempt"),
-    ("24.2", "ONE all-reduce of $(s, b, h)$. The check then stacks your attention",
-     "test_head_parallel_attention"),
+    (
+        "24.1",
+        "A row-parallel layer without the all-reduce, a bias added before it, or a partial "
+        "`dx` fails",
+        "test_attempt",
+    ),
+    (
+        "24.1",
+        "equal to the unsharded MLP (float64, 1e-9) on $t$ = 1, 2, 4 and on 2 gloo processes",
+        "test_tp_mlp_on_two_gloo_processes",
+    ),
+    (
+        "24.1",
+        "whose messages and bytes are counted outside it, where your code cannot reach them",
+        "test_attempt",
+    ),
+    (
+        "24.2",
+        r"position $i$ attends to positions $j \le i$ only; scale by $1/\sqrt{d}$",
+        "test_attempt",
+    ),
+    (
+        "24.2",
+        "ONE all-reduce of $(s, b, h)$. The check then stacks your attention",
+        "test_head_parallel_attention",
+    ),
     ("24.2", "counts TWO all-reduces forward", "test_head_parallel_attention"),
     ("24.3", "logits are around 800, so `exp` overflows without the global max", "test_attempt"),
-    ("24.3", "the ranks send at most three all-gathers' worth of $n$ values; gathering the logits "
-     "fails", "test_vocab_cross_entropy"),
+    (
+        "24.3",
+        "the ranks send at most three all-gathers' worth of $n$ values; gathering the logits fails",
+        "test_vocab_cross_entropy",
+    ),
     ("24.3", "this rank's $(n, V/t)$ gradient of the **mean** loss", "test_attempt"),
-    ("24.4", "one all-gather plus one reduce-scatter of $(s, b, h)$ (one all-reduce's bytes)",
-     "test_sp_mlp"),
+    (
+        "24.4",
+        "one all-gather plus one reduce-scatter of $(s, b, h)$ (one all-reduce's bytes)",
+        "test_sp_mlp",
+    ),
     ("24.4", r"at most $20\,sbh/t$ bytes kept (2 per value)", "test_sp_mlp"),
-    ("24.4", "Keeping the gathered LayerNorm output, or an all-reduce followed by a slice, gives "
-     "the right `y` and fails", "test_attempt"),
+    (
+        "24.4",
+        "Keeping the gathered LayerNorm output, or an all-reduce followed by a slice, gives "
+        "the right `y` and fails",
+        "test_attempt",
+    ),
     ("24.5", 'at $t = 1$, `"tp"` and `"sp"` equal `"none"`', "test_activation_bytes"),
     ("24.5", "The check compares it with the closed forms", "test_attempt"),
-]  # fmt: skip
+]

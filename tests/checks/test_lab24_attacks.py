@@ -36,8 +36,13 @@ def fwd(comm, x, w1, b1, w2, b2):
 def bwd(comm, x, w1, b1, w2, dy):
     z = x @ w1 + b1
     dz = (dy @ w2.T) * gelu_grad(z)
-    return (all_reduce(comm, dz @ w1.T), rows(x).T @ rows(dz), rows(dz).sum(0),
-            rows(gelu(z)).T @ rows(dy), rows(dy).sum(0))  # fmt: skip
+    return (
+        all_reduce(comm, dz @ w1.T),
+        rows(x).T @ rows(dz),
+        rows(dz).sum(0),
+        rows(gelu(z)).T @ rows(dy),
+        rows(dy).sum(0),
+    )
 
 
 def fwd_einsum(comm, x, w1, b1, w2, b2):
@@ -113,8 +118,14 @@ def fwd_grader_truth(comm, x, w1, b1, w2, b2):
     from a2s.checks.lab24 import _world
 
     return all_reduce(comm, gelu(x @ w1 + b1) @ w2) * 0 + _world.plain_mlp(
-        {"x": x, "w1": all_gather(comm, w1.T).T, "b1": all_gather(comm, b1),
-         "w2": all_gather(comm, w2), "b2": b2})  # fmt: skip
+        {
+            "x": x,
+            "w1": all_gather(comm, w1.T).T,
+            "b1": all_gather(comm, b1),
+            "w2": all_gather(comm, w2),
+            "b2": b2,
+        }
+    )
 
 
 # --------------------------------------------------------------------------- 24.2 attention
@@ -123,9 +134,11 @@ def attn(comm, x, wq, wk, wv, wo, bo, heads, mask="causal", scale=None, bias_ins
     d = wq.shape[1] // heads
     q, k, v = ((x @ w).reshape(s, b, heads, d) for w in (wq, wk, wv))
     sc = np.einsum("sbnd,tbnd->bnst", q, k) * (1 / np.sqrt(d) if scale is None else scale)
-    keep = {"causal": np.tril(np.ones((s, s), bool)), "none": np.ones((s, s), bool),
-            "strict": np.tril(np.ones((s, s), bool), -1) | np.eye(s, dtype=bool) * (
-                np.arange(s) == 0)}[mask]  # fmt: skip
+    keep = {
+        "causal": np.tril(np.ones((s, s), bool)),
+        "none": np.ones((s, s), bool),
+        "strict": np.tril(np.ones((s, s), bool), -1) | np.eye(s, dtype=bool) * (np.arange(s) == 0),
+    }[mask]
     sc = np.where(keep, sc, -np.inf)
     e = np.exp(sc - sc.max(-1, keepdims=True))
     ctx = np.einsum("bnst,tbnd->sbnd", e / e.sum(-1, keepdims=True), v).reshape(s, b, -1)
@@ -358,8 +371,9 @@ def sp_ref_layer_norm(comm, x, ln_g, ln_b, w1, b1, w2, b2):
 def sp_torch_norm(comm, x, ln_g, ln_b, w1, b1, w2, b2):
     import torch
 
-    ln = torch.nn.functional.layer_norm(torch.tensor(x), (x.shape[-1],), torch.tensor(ln_g),
-                                        torch.tensor(ln_b)).numpy()  # fmt: skip
+    ln = torch.nn.functional.layer_norm(
+        torch.tensor(x), (x.shape[-1],), torch.tensor(ln_g), torch.tensor(ln_b)
+    ).numpy()
     z = all_gather(comm, ln) @ w1 + b1
     return x + reduce_scatter(comm, gelu(z) @ w2) + b2, {"x": x, "ln": ln, "z": z, "a": gelu(z)}
 
@@ -383,8 +397,14 @@ def sp_forge_bytes(comm, x, ln_g, ln_b, w1, b1, w2, b2):
 # --------------------------------------------------------------------------- 24.5 bytes
 def ab(s, b, h, a, t, mode):
     att = 5 * a * s / h
-    return s * b * h * {"none": 34 + att, "tp": 10 + 24 / t + att / t, "sp": (34 + att) / t,
-                        "recompute": 2}[mode]  # fmt: skip
+    return (
+        s
+        * b
+        * h
+        * {"none": 34 + att, "tp": 10 + 24 / t + att / t, "sp": (34 + att) / t, "recompute": 2}[
+            mode
+        ]
+    )
 
 
 class Korthikanti:
@@ -439,8 +459,12 @@ def ab_measure_layer(s, b, h, a, t, mode):
 
 
 sim = partial(lab24.check_tp_mlp, real=False)
-ck2, ck3, ck4, ck5 = (lab24.check_head_parallel_attention, lab24.check_vocab_cross_entropy,
-                      lab24.check_sp_mlp, lab24.check_activation_bytes)  # fmt: skip
+ck2, ck3, ck4, ck5 = (
+    lab24.check_head_parallel_attention,
+    lab24.check_vocab_cross_entropy,
+    lab24.check_sp_mlp,
+    lab24.check_activation_bytes,
+)
 
 ATTEMPTS = [
     honest("24.1", "matmuls and setup gelu", lambda: sim(fwd, bwd)),

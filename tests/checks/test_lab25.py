@@ -447,8 +447,12 @@ def test_pipeline_train_on_gloo_refuses_torch_collectives():
     # one spawn: passes the simulated world, then torch.distributed.all_reduce raises on gloo
     from a2s.checks.errors import ForbiddenCallError
 
-    rejects(lab25.check_pipeline_train, train_step_gloo_all_reduce, match="torch",
-            error=ForbiddenCallError)  # fmt: skip
+    rejects(
+        lab25.check_pipeline_train,
+        train_step_gloo_all_reduce,
+        match="torch",
+        error=ForbiddenCallError,
+    )
 
 
 def test_pipeline_train_simulated():
@@ -481,32 +485,65 @@ def test_pipeline_train_simulated():
         error=ReferenceCalledError,
     )
 
+
 # Every "must", "only", budget and invariant of the lab's prose, and the test that fails when
 # it is broken (test_attempt: the adversarial battery, tests/checks/test_lab25_attacks.py).
 MUSTS = [
     ("25.1", r"Every stage runs $F_0, \dots, F_{m-1}$, then the $m$ backwards", "test_attempt"),
-    ("25.1", "each stage runs one F and one B of every microbatch, each F before its B",
-     "test_attempt"),
-    ("25.1", "Alternating F and B per microbatch (plain model parallelism) is valid but not GPipe, "
-     "and fails", "test_gpipe"),
+    (
+        "25.1",
+        "each stage runs one F and one B of every microbatch, each F before its B",
+        "test_attempt",
+    ),
+    (
+        "25.1",
+        "Alternating F and B per microbatch (plain model parallelism) is valid but not GPipe, "
+        "and fails",
+        "test_gpipe",
+    ),
     ("25.2", r"Stage $s$ runs $w = \min(p-s-1, m)$ warm-up forwards", "test_attempt"),
-    ("25.2", r"stage $s$ never holds more than $\min(p-s, m)$ forwards whose backward has not run",
-     "test_one_f_one_b"),
+    (
+        "25.2",
+        r"stage $s$ never holds more than $\min(p-s, m)$ forwards whose backward has not run",
+        "test_one_f_one_b",
+    ),
     ("25.2", "a schedule that breaks a dependency **deadlocks** and fails", "test_one_f_one_b"),
-    ("25.2", "GPipe's order (peak $m$) fails; so does one warm-up forward too many",
-     "test_attempt"),
-    ("25.3", "matches the grader's timing to 1e-9 on GPipe, 1F1B, interleaved and random valid "
-     "schedules", "test_simulate"),
-    ("25.3", r"Summing each stage's durations (no waiting) fails; forgetting $t_{\text{comm}}$ "
-     "fails", "test_attempt"),
+    (
+        "25.2",
+        "GPipe's order (peak $m$) fails; so does one warm-up forward too many",
+        "test_attempt",
+    ),
+    (
+        "25.3",
+        "matches the grader's timing to 1e-9 on GPipe, 1F1B, interleaved and random valid "
+        "schedules",
+        "test_simulate",
+    ),
+    (
+        "25.3",
+        r"Summing each stage's durations (no waiting) fails; forgetting $t_{\text{comm}}$ "
+        "fails",
+        "test_attempt",
+    ),
     ("25.4", "at most $w + 1$ chunk-activations stashed on stage $s$", "test_interleaved"),
     ("25.4", "Backwards that visit the chunks in forward order deadlock", "test_attempt"),
-    ("25.4", "with a communication time of 0.25 per message between stages: it must be as fast as "
-     "Megatron's order there too", "test_attempt"),
+    (
+        "25.4",
+        "with a communication time of 0.25 per message between stages: it must be as fast as "
+        "Megatron's order there too",
+        "test_attempt",
+    ),
     ("25.5", "running `ops` **in the order given** (that order is the schedule)", "test_attempt"),
-    ("25.5", "one message per microbatch per neighbour and direction, carrying only the "
-     "activation or its gradient (bytes counted)", "test_attempt"),
+    (
+        "25.5",
+        "one message per microbatch per neighbour and direction, carrying only the "
+        "activation or its gradient (bytes counted)",
+        "test_attempt",
+    ),
     ("25.5", "Forgetting the $1/m$ moves the weights $m$ times too far", "test_attempt"),
-    ("25.5", "every message goes through `comm`",
-     "test_pipeline_train_on_gloo_refuses_torch_collectives"),
-]  # fmt: skip
+    (
+        "25.5",
+        "every message goes through `comm`",
+        "test_pipeline_train_on_gloo_refuses_torch_collectives",
+    ),
+]

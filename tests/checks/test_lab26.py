@@ -379,25 +379,48 @@ def test_plan():
     rejects(lab26.check_plan, plan_tp_only_in_node, match="a feasible layout takes")
     rejects(lab26.check_plan, planner.plan_layouts, match="reference", error=ReferenceCalledError)
 
+
 # Every "must", "only", budget and invariant of the lab's prose, and the test that fails when
 # it is broken (test_attempt: the adversarial battery, tests/checks/test_lab26_attacks.py).
 MUSTS = [
-    ("26.1", r"each rank sends exactly $(p-1)$ K blocks and $(p-1)$ V blocks, and only to rank "
-     r"$(r + 1) \bmod p$", "test_attempt"),
+    (
+        "26.1",
+        r"each rank sends exactly $(p-1)$ K blocks and $(p-1)$ V blocks, and only to rank "
+        r"$(r + 1) \bmod p$",
+        "test_attempt",
+    ),
     ("26.1", "Each rank holds one foreign block at a time", "test_attempt"),
     ("26.1", "hold one foreign K/V block at a time", "test_attempt"),
-    ("26.1", "Values equal one-process attention to 1e-10",
-     "test_ring_attention_reference_and_mistakes"),
-    ("26.1", "whose messages and bytes are counted outside it, where your code cannot reach them",
-     "test_attempt"),
-    ("26.2", r"each rank sends exactly $4\frac{p-1}{p}$ × `q.nbytes` — an all-gather of the "
-     "sequence fails", "test_attempt"),
-    ("26.2", r"after the first all-to-all, rank $r$ holds heads $r\frac{h}{p}..$ for the whole "
-     "sequence", "test_attempt"),
-    ("26.3", "each rank sends exactly `d * 8` float bytes per kept row it dispatches to another "
-     "rank's expert and per output row it returns", "test_attempt"),
+    (
+        "26.1",
+        "Values equal one-process attention to 1e-10",
+        "test_ring_attention_reference_and_mistakes",
+    ),
+    (
+        "26.1",
+        "whose messages and bytes are counted outside it, where your code cannot reach them",
+        "test_attempt",
+    ),
+    (
+        "26.2",
+        r"each rank sends exactly $4\frac{p-1}{p}$ × `q.nbytes` — an all-gather of the "
+        "sequence fails",
+        "test_attempt",
+    ),
+    (
+        "26.2",
+        r"after the first all-to-all, rank $r$ holds heads $r\frac{h}{p}..$ for the whole "
+        "sequence",
+        "test_attempt",
+    ),
+    (
+        "26.3",
+        "each rank sends exactly `d * 8` float bytes per kept row it dispatches to another "
+        "rank's expert and per output row it returns",
+        "test_attempt",
+    ),
     ("26.3", "integer metadata (counts, expert ids) is free", "test_attempt"),
     ("26.3", "the ranks' drops add up to one process's", "test_expert_parallel"),
     ("26.4", "none over the memory limit; sorted; the first is the fastest", "test_attempt"),
     ("26.4", "choice has TP = 8, PP and DP within a factor 2 of the published layout", "test_plan"),
-]  # fmt: skip
+]

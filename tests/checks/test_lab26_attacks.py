@@ -134,8 +134,11 @@ def ring_reference(comm, q, k, v, causal):
 def ring_merge_block(comm, q, k, v, causal):
     p, r = comm.world_size, comm.rank
     nb = q.shape[-2]
-    state = (np.zeros((*q.shape[:-1], v.shape[-1])), np.full(q.shape[:-1], -np.inf),
-             np.zeros(q.shape[:-1]))  # fmt: skip
+    state = (
+        np.zeros((*q.shape[:-1], v.shape[-1])),
+        np.full(q.shape[:-1], -np.inf),
+        np.zeros(q.shape[:-1]),
+    )
     kb, vb = k, v
     for t in range(p):
         src = (r - t) % p
@@ -199,8 +202,9 @@ def _attend(q, k, v, causal):
 
 def uly(comm, q, k, v, causal):
     p = comm.world_size
-    qh, kh, vh = (np.concatenate(all_to_all(comm, np.split(t, p, axis=0)), axis=1)
-                  for t in (q, k, v))  # fmt: skip
+    qh, kh, vh = (
+        np.concatenate(all_to_all(comm, np.split(t, p, axis=0)), axis=1) for t in (q, k, v)
+    )
     s = qh @ np.swapaxes(kh, -1, -2) / np.sqrt(q.shape[-1])
     if causal:
         s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
@@ -227,8 +231,9 @@ def uly_send_recv(comm, q, k, v, causal):
 
 def uly_wrong_join(comm, q, k, v, causal):  # rows joined in reverse rank order
     p = comm.world_size
-    qh, kh, vh = (np.concatenate(all_to_all(comm, np.split(t, p, axis=0))[::-1], axis=1)
-                  for t in (q, k, v))  # fmt: skip
+    qh, kh, vh = (
+        np.concatenate(all_to_all(comm, np.split(t, p, axis=0))[::-1], axis=1) for t in (q, k, v)
+    )
     out = _attend(qh, kh, vh, causal)
     return np.concatenate(all_to_all(comm, np.split(out, p, axis=1)[::-1]), axis=0)
 
@@ -265,8 +270,9 @@ def uly_torch(comm, q, k, v, causal):
 
 def uly_lab24_attention(comm, q, k, v, causal):
     p = comm.world_size
-    qh, kh, vh = (np.concatenate(all_to_all(comm, np.split(t, p, axis=0)), axis=1)
-                  for t in (q, k, v))  # fmt: skip
+    qh, kh, vh = (
+        np.concatenate(all_to_all(comm, np.split(t, p, axis=0)), axis=1) for t in (q, k, v)
+    )
     out = context.attention(qh, kh, vh, causal)
     return np.concatenate(all_to_all(comm, np.split(out, p, axis=1)), axis=0)
 
@@ -323,8 +329,14 @@ def ep(comm, x, w_router, local_experts, k, capacity_factor, order="choice", gat
     ids = all_to_all(comm, [np.array([experts[t, j] for t, j in s], np.int64) for s in sends])
     outs = []
     for got, eid in zip(rows, ids, strict=True):
-        outs.append(np.array([_mlp(row, local_experts[int(e) - r * per]) for row, e in
-                              zip(got, eid, strict=True)]).reshape(got.shape))  # fmt: skip
+        outs.append(
+            np.array(
+                [
+                    _mlp(row, local_experts[int(e) - r * per])
+                    for row, e in zip(got, eid, strict=True)
+                ]
+            ).reshape(got.shape)
+        )
     back = all_to_all(comm, outs)
     y = np.zeros_like(x)
     for q in range(p):
@@ -353,15 +365,25 @@ def ep_dict_routing(comm, x, w_router, local_experts, k, capacity_factor):
     allc = all_gather(comm, counts[None])
     slots = Slots(allc, r, expert_capacity(int(allc[:, 0].sum()), n_exp, capacity_factor, k))
     kept = {(t, j): slots.take(j, experts[t, j]) for j in range(k) for t in range(n)}
-    sends = {q: [tj for tj in sorted(kept, key=lambda a: (a[0], a[1]))
-                 if kept[tj] and experts[tj] // per == q] for q in range(p)}  # fmt: skip
-    rows = all_to_all(comm, [x[[t for t, _ in sends[q]]].reshape(-1, x.shape[1])
-                             for q in range(p)])  # fmt: skip
-    ids = all_to_all(comm, [np.array([experts[tj] for tj in sends[q]], np.int64)
-                            for q in range(p)])  # fmt: skip
-    back = all_to_all(comm, [
-        np.array([_mlp(row, local_experts[int(e) - r * per]) for row, e in zip(g, i, strict=True)]
-                 ).reshape(g.shape) for g, i in zip(rows, ids, strict=True)])  # fmt: skip
+    sends = {
+        q: [
+            tj
+            for tj in sorted(kept, key=lambda a: (a[0], a[1]))
+            if kept[tj] and experts[tj] // per == q
+        ]
+        for q in range(p)
+    }
+    rows = all_to_all(comm, [x[[t for t, _ in sends[q]]].reshape(-1, x.shape[1]) for q in range(p)])
+    ids = all_to_all(comm, [np.array([experts[tj] for tj in sends[q]], np.int64) for q in range(p)])
+    back = all_to_all(
+        comm,
+        [
+            np.array(
+                [_mlp(row, local_experts[int(e) - r * per]) for row, e in zip(g, i, strict=True)]
+            ).reshape(g.shape)
+            for g, i in zip(rows, ids, strict=True)
+        ],
+    )
     y = np.zeros_like(x)
     for q in range(p):
         for (t, j), row in zip(sends[q], back[q], strict=True):
@@ -385,9 +407,15 @@ def ep_local_capacity(comm, x, w_router, local_experts, k, capacity_factor):
     sends = [_bound_for(q, keep, experts, per) for q in range(p)]
     rows = all_to_all(comm, [x[[t for t, _ in s]].reshape(-1, x.shape[1]) for s in sends])
     ids = all_to_all(comm, [np.array([experts[t, j] for t, j in s], np.int64) for s in sends])
-    back = all_to_all(comm, [np.array([_mlp(row, local_experts[int(e) - r * per]) for row, e in
-                                       zip(g, i, strict=True)]).reshape(g.shape)
-                             for g, i in zip(rows, ids, strict=True)])  # fmt: skip
+    back = all_to_all(
+        comm,
+        [
+            np.array(
+                [_mlp(row, local_experts[int(e) - r * per]) for row, e in zip(g, i, strict=True)]
+            ).reshape(g.shape)
+            for g, i in zip(rows, ids, strict=True)
+        ],
+    )
     y = np.zeros_like(x)
     for q in range(p):
         for (t, j), row in zip(sends[q], back[q], strict=True):
@@ -401,8 +429,12 @@ def ep_reference(comm, x, w_router, local_experts, k, capacity_factor):
 
 def ep_global_positions(comm, x, w_router, local_experts, k, capacity_factor):
     experts, _ = top_k_gating(x @ w_router, k)
-    counts = np.stack([np.bincount(experts[:, j], minlength=len(local_experts) * comm.world_size)
-                       for j in range(k)])  # fmt: skip
+    counts = np.stack(
+        [
+            np.bincount(experts[:, j], minlength=len(local_experts) * comm.world_size)
+            for j in range(k)
+        ]
+    )
     expert.global_positions(experts, all_gather(comm, counts[None]), comm.rank)
     return ep(comm, x, w_router, local_experts, k, capacity_factor)
 
@@ -421,8 +453,9 @@ def ep_grader_loop(comm, x, w_router, local_experts, k, capacity_factor):
     xs = all_gather(comm, x)
     ws = [tuple(all_gather(comm, np.stack([w[i] for w in local_experts]))) for i in range(4)]
     experts_all = [tuple(a[i] for a in ws) for i in range(len(ws[0]))]
-    y, dropped = moe_loop({"x": xs, "w_router": w_router, "experts": experts_all, "k": k,
-                           "cf": capacity_factor})  # fmt: skip
+    y, dropped = moe_loop(
+        {"x": xs, "w_router": w_router, "experts": experts_all, "k": k, "cf": capacity_factor}
+    )
     n = x.shape[0]
     return y[comm.rank * n : (comm.rank + 1) * n], dropped if comm.rank == 0 else 0
 

@@ -238,13 +238,18 @@ def test_mesh_rejects_counting_messages_not_bytes():
 
 
 def test_mesh_row_major_ring_breaks_the_link_budget():
-    rejects(lab27.check_mesh, _loads, lambda w, h: [(i % w, i // w) for i in range(w * h)],
-            match="link budget")  # fmt: skip
+    rejects(
+        lab27.check_mesh,
+        _loads,
+        lambda w, h: [(i % w, i // w) for i in range(w * h)],
+        match="link budget",
+    )
 
 
 def test_mesh_rejects_the_reference():
-    rejects(lab27.check_mesh, noc.xy_link_loads, _snake, match="reference",
-            error=ReferenceCalledError)  # fmt: skip
+    rejects(
+        lab27.check_mesh, noc.xy_link_loads, _snake, match="reference", error=ReferenceCalledError
+    )
 
 
 def test_dataflows_reject_a_product_that_probes_the_mac():
@@ -276,8 +281,12 @@ def test_choose_tiles_accepts_integral_floats(capsys):
     ("perm", "match"), [([1, 0, 2, 3], "east and west"), ([0, 1, 3, 2], "north and south")]
 )
 def test_mesh_names_swapped_directions(perm, match):
-    rejects(lab27.check_mesh, lambda t, w, h: np.asarray(_loads(t, w, h))[..., perm], _snake,
-            match=match)  # fmt: skip
+    rejects(
+        lab27.check_mesh,
+        lambda t, w, h: np.asarray(_loads(t, w, h))[..., perm],
+        _snake,
+        match=match,
+    )
 
 
 def test_the_graders_own_ground_truth_is_blocked():
@@ -294,25 +303,57 @@ def test_the_graders_own_ground_truth_is_blocked():
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
 MUSTS = [
     ("27.1", "Exercise code may not call torch", "test_attempt"),
-    ("27.1", "nor the `minitorch` reference of the function the exercise asks you to write",
-     "test_dataflows_reject_the_reference"),
-    ("27.1", "the **only** arithmetic of the array, on all $R \\times C$ PEs at once",
-     "test_weight_stationary_rejects_a_product_taken_outside_the_pes"),
-    ("27.1", "*Invariant:* `busy.sum() == M * K * N` and PE $(k, n)$ works on row $m$ at cycle "
-     "$R + m + k + n$", "test_weight_stationary_rejects_wrong_answers"),
+    (
+        "27.1",
+        "nor the `minitorch` reference of the function the exercise asks you to write",
+        "test_dataflows_reject_the_reference",
+    ),
+    (
+        "27.1",
+        "the **only** arithmetic of the array, on all $R \\times C$ PEs at once",
+        "test_weight_stationary_rejects_a_product_taken_outside_the_pes",
+    ),
+    (
+        "27.1",
+        "*Invariant:* `busy.sum() == M * K * N` and PE $(k, n)$ works on row $m$ at cycle "
+        "$R + m + k + n$",
+        "test_weight_stationary_rejects_wrong_answers",
+    ),
     ("27.1", "`mac` is a request to the grader's, which counts the calls", "test_attempt"),
-    ("27.1", "each output grows by the $R$ marks its partial sum met",
-     "test_dataflows_reject_a_product_that_probes_the_mac"),
-    ("27.2", "*Invariant:* PE $(m, n)$ does step $k$ at cycle $m + n + k$",
-     "test_output_stationary_rejects_a_missing_drain"),
-    ("27.3", "*Invariant:* `mapped_cycles(128, 128, 128, 128, 128) == 510`, "
-     "`cube_cycles(17, 16, 16, 16) == 2`", "test_mapped_cycles_rejects_wrong_answers"),
-    ("27.4", "pick SRAM tiles under a capacity budget so that a large GEMM stays compute-bound",
-     "test_choose_tiles_that_fit_but_stay_memory_bound_break_the_traffic_budget"),
-    ("27.4", "*Invariant:* for a 4096³ GEMM with 2 MiB of SRAM",
-     "test_choose_tiles_exceeding_sram_is_rejected"),
-    ("27.5", "the busiest link may carry at most **one** chunk",
-     "test_mesh_row_major_ring_breaks_the_link_budget"),
-    ("27.5", "*Invariant:* a message from `(2, 0)` to `(0, 2)` loads `[0, 2, 1]`",
-     "test_mesh_rejects_yx_routing"),
-]  # fmt: skip
+    (
+        "27.1",
+        "each output grows by the $R$ marks its partial sum met",
+        "test_dataflows_reject_a_product_that_probes_the_mac",
+    ),
+    (
+        "27.2",
+        "*Invariant:* PE $(m, n)$ does step $k$ at cycle $m + n + k$",
+        "test_output_stationary_rejects_a_missing_drain",
+    ),
+    (
+        "27.3",
+        "*Invariant:* `mapped_cycles(128, 128, 128, 128, 128) == 510`, "
+        "`cube_cycles(17, 16, 16, 16) == 2`",
+        "test_mapped_cycles_rejects_wrong_answers",
+    ),
+    (
+        "27.4",
+        "pick SRAM tiles under a capacity budget so that a large GEMM stays compute-bound",
+        "test_choose_tiles_that_fit_but_stay_memory_bound_break_the_traffic_budget",
+    ),
+    (
+        "27.4",
+        "*Invariant:* for a 4096³ GEMM with 2 MiB of SRAM",
+        "test_choose_tiles_exceeding_sram_is_rejected",
+    ),
+    (
+        "27.5",
+        "the busiest link may carry at most **one** chunk",
+        "test_mesh_row_major_ring_breaks_the_link_budget",
+    ),
+    (
+        "27.5",
+        "*Invariant:* a message from `(2, 0)` to `(0, 2)` loads `[0, 2, 1]`",
+        "test_mesh_rejects_yx_routing",
+    ),
+]

@@ -21,8 +21,17 @@ ref_report = unblocked(qs.capstone_report)
 
 
 # --------------------------------------------------------------------------- 28.1 server
-def build_server(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None, *,
-                 weights="int8", int8_cache=True):  # fmt: skip
+def build_server(
+    model,
+    num_blocks,
+    block_size,
+    token_budget,
+    max_num_seqs,
+    cost=None,
+    *,
+    weights="int8",
+    int8_cache=True,
+):
     if weights == "int8":
         q = quantized_model(model, "int8")
     elif weights == "tensor":  # one scale for the whole matrix
@@ -200,8 +209,9 @@ def test_graders_ground_truth_is_blocked():
     def counts(q, r):
         p, t = _truth.no_cache_work([len(x.prompt) for x in q], [x.max_new_tokens for x in q])
         s = [st.tokens for st in r.steps]
-        return dict(baseline_passes=p, baseline_tokens=t, served_passes=len(s),
-                    served_tokens=sum(s))  # fmt: skip
+        return dict(
+            baseline_passes=p, baseline_tokens=t, served_passes=len(s), served_tokens=sum(s)
+        )
 
     for check, cheat in [
         (lab28.check_work_counts, counts),
@@ -285,35 +295,74 @@ def test_work_counts_bar_is_enforced(monkeypatch):
 
 # every must, only, budget and invariant of the prose -> the test that fails when it breaks
 MUSTS = [
-    ("28.1", "Exercise code may not call torch, nor the `minitorch.runtime.quant_serving`",
-     "test_server_rejects_the_reference"),
-    ("28.1", "the served model's weights must be the INT8 rounding of the FP32 ones and its "
-     "logits those of an INT8 KV cache", "test_server_rejects_wrong_answers"),
-    ("28.1", "an engine that keeps FP32 weights or an FP32 cache fails",
-     "test_server_rejects_wrong_answers"),
+    (
+        "28.1",
+        "Exercise code may not call torch, nor the `minitorch.runtime.quant_serving`",
+        "test_server_rejects_the_reference",
+    ),
+    (
+        "28.1",
+        "the served model's weights must be the INT8 rounding of the FP32 ones and its "
+        "logits those of an INT8 KV cache",
+        "test_server_rejects_wrong_answers",
+    ),
+    (
+        "28.1",
+        "an engine that keeps FP32 weights or an FP32 cache fails",
+        "test_server_rejects_wrong_answers",
+    ),
     ("28.1", "served tokens are identical to it", "test_server_rejects_wrong_answers"),
-    ("28.1", "each step computes at most `token_budget` tokens for at most `max_num_seqs` "
-     "sequences, the engine's clock is the given `cost`",
-     "test_server_holds_budget_seats_and_clock"),
-    ("28.1", "the schedule is lab 19's `Engine` with exactly this configuration",
-     "test_server_holds_budget_seats_and_clock"),
-    ("28.1", "Return the course's classes themselves (`Engine`, `PagedGPT`, `Int8PagedKVCache`, "
-     "no subclasses, the Engine's own step function)",
-     "test_server_runs_no_learner_code_unguarded"),
-    ("28.2", "the served run must need at least 3x fewer forward passes and token positions "
-     "than no-cache decoding", "test_work_counts_bar_is_enforced"),
-    ("28.2", "**bar: at least 3x fewer passes and 3x fewer token positions than the baseline.**",
-     "test_work_counts_bar_is_enforced"),
+    (
+        "28.1",
+        "each step computes at most `token_budget` tokens for at most `max_num_seqs` "
+        "sequences, the engine's clock is the given `cost`",
+        "test_server_holds_budget_seats_and_clock",
+    ),
+    (
+        "28.1",
+        "the schedule is lab 19's `Engine` with exactly this configuration",
+        "test_server_holds_budget_seats_and_clock",
+    ),
+    (
+        "28.1",
+        "Return the course's classes themselves (`Engine`, `PagedGPT`, `Int8PagedKVCache`, "
+        "no subclasses, the Engine's own step function)",
+        "test_server_runs_no_learner_code_unguarded",
+    ),
+    (
+        "28.2",
+        "the served run must need at least 3x fewer forward passes and token positions "
+        "than no-cache decoding",
+        "test_work_counts_bar_is_enforced",
+    ),
+    (
+        "28.2",
+        "**bar: at least 3x fewer passes and 3x fewer token positions than the baseline.**",
+        "test_work_counts_bar_is_enforced",
+    ),
     ("28.2", "from the formula above", "test_work_counts_rejects_wrong_answers"),
-    ("28.3", "the KV blocks held must stay within the paging bound at every step",
-     "test_kv_usage_rejects_wrong_answers"),
+    (
+        "28.3",
+        "the KV blocks held must stay within the paging bound at every step",
+        "test_kv_usage_rejects_wrong_answers",
+    ),
     ("28.3", "**Budget:** at every step `held <= bound`.", "test_kv_usage_rejects_wrong_answers"),
     ("28.3", "read it from the block manager", "test_kv_usage_rejects_held_equal_to_the_bound"),
-    ("28.3", "`head_dim` int8 entries plus one float32 scale",
-     "test_kv_usage_rejects_wrong_answers"),
-    ("28.4", "every figure of the report is recomputed from the same seed (a number typed in "
-     "fails the fresh seed)", "test_report_rejects_wrong_answers"),
+    (
+        "28.3",
+        "`head_dim` int8 entries plus one float32 scale",
+        "test_kv_usage_rejects_wrong_answers",
+    ),
+    (
+        "28.4",
+        "every figure of the report is recomputed from the same seed (a number typed in "
+        "fails the fresh seed)",
+        "test_report_rejects_wrong_answers",
+    ),
     ("28.4", "a number copied from an earlier run fails", "test_report_rejects_wrong_answers"),
-    ("28.4", "`np.percentile` of the per-request `s.ttft`, `s.tpot`",
-     "test_report_rejects_wrong_answers"),
-]  # fmt: skip
+    (
+        "28.4",
+        "`np.percentile` of the per-request `s.ttft`, `s.tpot`",
+        "test_report_rejects_wrong_answers",
+    ),
+]

@@ -31,8 +31,14 @@ REF, FORBID = ReferenceCalledError, ForbiddenCallError
 # --------------------------------------------------------------------------- 28.1 server
 def build_server(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
     q = quantized_model(model, "int8")
-    engine = Engine(q, num_blocks=num_blocks, block_size=block_size, token_budget=token_budget,
-                    max_num_seqs=max_num_seqs, cost=cost)  # fmt: skip
+    engine = Engine(
+        q,
+        num_blocks=num_blocks,
+        block_size=block_size,
+        token_budget=token_budget,
+        max_num_seqs=max_num_seqs,
+        cost=cost,
+    )
     c = q.config
     engine.runner = PagedGPT(
         q, Int8PagedKVCache(c.n_layer, num_blocks, block_size, c.n_kv_head, c.head_dim)
@@ -53,16 +59,25 @@ def build_server_own_rounding(model, num_blocks, block_size, token_budget, max_n
     engine = Engine(q, num_blocks, block_size, token_budget, max_num_seqs, True, "continuous", cost)
     cfg = q.config
     cache = Int8PagedKVCache(
-        n_layer=cfg.n_layer, num_blocks=num_blocks, block_size=block_size,
-        n_kv_head=cfg.n_kv_head, head_dim=cfg.head_dim,
-    )  # fmt: skip
+        n_layer=cfg.n_layer,
+        num_blocks=num_blocks,
+        block_size=block_size,
+        n_kv_head=cfg.n_kv_head,
+        head_dim=cfg.head_dim,
+    )
     engine.runner = PagedGPT(q, cache)
     return engine
 
 
 def server_fp32_weights(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
-    engine = Engine(model, num_blocks=num_blocks, block_size=block_size,
-                    token_budget=token_budget, max_num_seqs=max_num_seqs, cost=cost)  # fmt: skip
+    engine = Engine(
+        model,
+        num_blocks=num_blocks,
+        block_size=block_size,
+        token_budget=token_budget,
+        max_num_seqs=max_num_seqs,
+        cost=cost,
+    )
     c = model.config
     engine.runner = PagedGPT(
         model, Int8PagedKVCache(c.n_layer, num_blocks, block_size, c.n_kv_head, c.head_dim)
@@ -73,14 +88,21 @@ def server_fp32_weights(model, num_blocks, block_size, token_budget, max_num_seq
 def server_fp32_cache(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
     """Quantizes the weights but keeps the Engine's FP32 PagedKVCache."""
     q = quantized_model(model, "int8")
-    return Engine(q, num_blocks=num_blocks, block_size=block_size, token_budget=token_budget,
-                  max_num_seqs=max_num_seqs, cost=cost)  # fmt: skip
+    return Engine(
+        q,
+        num_blocks=num_blocks,
+        block_size=block_size,
+        token_budget=token_budget,
+        max_num_seqs=max_num_seqs,
+        cost=cost,
+    )
 
 
 def server_default_budget(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
     q = quantized_model(model, "int8")
-    engine = Engine(q, num_blocks=num_blocks, block_size=block_size, max_num_seqs=max_num_seqs,
-                    cost=cost)  # fmt: skip
+    engine = Engine(
+        q, num_blocks=num_blocks, block_size=block_size, max_num_seqs=max_num_seqs, cost=cost
+    )
     c = q.config
     engine.runner = PagedGPT(
         q, Int8PagedKVCache(c.n_layer, num_blocks, block_size, c.n_kv_head, c.head_dim)
@@ -90,8 +112,9 @@ def server_default_budget(model, num_blocks, block_size, token_budget, max_num_s
 
 def server_default_seats(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
     q = quantized_model(model, "int8")
-    engine = Engine(q, num_blocks=num_blocks, block_size=block_size, token_budget=token_budget,
-                    cost=cost)  # fmt: skip
+    engine = Engine(
+        q, num_blocks=num_blocks, block_size=block_size, token_budget=token_budget, cost=cost
+    )
     c = q.config
     engine.runner = PagedGPT(
         q, Int8PagedKVCache(c.n_layer, num_blocks, block_size, c.n_kv_head, c.head_dim)
@@ -107,9 +130,14 @@ def server_wall_clock(model, num_blocks, block_size, token_budget, max_num_seqs,
 def server_via_reference(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
     from minitorch.runtime.quant_serving import quant_engine
 
-    return quant_engine(model, num_blocks=num_blocks, block_size=block_size,
-                        token_budget=token_budget, max_num_seqs=max_num_seqs,
-                        cost=cost)  # fmt: skip
+    return quant_engine(
+        model,
+        num_blocks=num_blocks,
+        block_size=block_size,
+        token_budget=token_budget,
+        max_num_seqs=max_num_seqs,
+        cost=cost,
+    )
 
 
 def server_via_truth(model, num_blocks, block_size, token_budget, max_num_seqs, cost=None):
@@ -155,17 +183,23 @@ def server_subclass(model, num_blocks, block_size, token_budget, max_num_seqs, c
 
     class Served(Engine):
         def run(self, requests):
-            return quant_engine(model, num_blocks=num_blocks, block_size=block_size,
-                                token_budget=token_budget, max_num_seqs=max_num_seqs,
-                                cost=cost).run(requests)  # fmt: skip
+            return quant_engine(
+                model,
+                num_blocks=num_blocks,
+                block_size=block_size,
+                token_budget=token_budget,
+                max_num_seqs=max_num_seqs,
+                cost=cost,
+            ).run(requests)
 
     engine = Served(model, num_blocks, block_size, token_budget, max_num_seqs, cost=cost)
     engine.runner = build_server(model, num_blocks, block_size, token_budget, max_num_seqs).runner
     return engine
 
 
-def server_layer_calls_the_reference(model, num_blocks, block_size, token_budget, max_num_seqs,
-                                     cost=None):  # fmt: skip
+def server_layer_calls_the_reference(
+    model, num_blocks, block_size, token_budget, max_num_seqs, cost=None
+):
     """The course's classes, but one layer of the served model runs code of the learner's
     while serving: it builds the reference server, once per call (a probe of the guard)."""
     engine = build_server(model, num_blocks, block_size, token_budget, max_num_seqs, cost)
@@ -186,11 +220,17 @@ def server_layer_calls_the_reference(model, num_blocks, block_size, token_budget
 # --------------------------------------------------------------------------- 28.2 work
 def work_counts(requests, result):
     base_p = sum(r.max_new_tokens for r in requests)
-    base_t = sum(len(r.prompt) * r.max_new_tokens + r.max_new_tokens * (r.max_new_tokens - 1) // 2
-                 for r in requests)  # fmt: skip
+    base_t = sum(
+        len(r.prompt) * r.max_new_tokens + r.max_new_tokens * (r.max_new_tokens - 1) // 2
+        for r in requests
+    )
     steps = result.steps
-    return {"baseline_passes": base_p, "baseline_tokens": base_t,
-            "served_passes": len(steps), "served_tokens": sum(s.tokens for s in steps)}  # fmt: skip
+    return {
+        "baseline_passes": base_p,
+        "baseline_tokens": base_t,
+        "served_passes": len(steps),
+        "served_tokens": sum(s.tokens for s in steps),
+    }
 
 
 def work_counts_loop(requests, result):
@@ -201,13 +241,19 @@ def work_counts_loop(requests, result):
             passes += 1
             tokens += len(r.prompt) + i
     steps = np.array([s.tokens for s in result.steps])
-    return dict(baseline_passes=passes, baseline_tokens=tokens,
-                served_passes=np.int64(steps.size), served_tokens=steps.sum())  # fmt: skip
+    return dict(
+        baseline_passes=passes,
+        baseline_tokens=tokens,
+        served_passes=np.int64(steps.size),
+        served_tokens=steps.sum(),
+    )
 
 
 def work_cached_baseline(requests, result):
-    return {**work_counts(requests, result),
-            "baseline_tokens": sum(len(r.prompt) + r.max_new_tokens for r in requests)}  # fmt: skip
+    return {
+        **work_counts(requests, result),
+        "baseline_tokens": sum(len(r.prompt) + r.max_new_tokens for r in requests),
+    }
 
 
 def work_pass_per_request(requests, result):
@@ -215,13 +261,17 @@ def work_pass_per_request(requests, result):
 
 
 def work_served_per_token(requests, result):
-    return {**work_counts(requests, result),
-            "served_passes": sum(r.max_new_tokens for r in requests)}  # fmt: skip
+    return {
+        **work_counts(requests, result),
+        "served_passes": sum(r.max_new_tokens for r in requests),
+    }
 
 
 def work_served_outputs_only(requests, result):
-    return {**work_counts(requests, result),
-            "served_tokens": sum(r.max_new_tokens for r in requests)}  # fmt: skip
+    return {
+        **work_counts(requests, result),
+        "served_tokens": sum(r.max_new_tokens for r in requests),
+    }
 
 
 def work_via_reference(requests, result):
@@ -241,8 +291,9 @@ def work_via_baseline_work(requests, result):
 def work_via_truth(requests, result):
     from a2s.checks.lab28._truth import no_cache_work
 
-    passes, tokens = no_cache_work([len(r.prompt) for r in requests],
-                                   [r.max_new_tokens for r in requests])  # fmt: skip
+    passes, tokens = no_cache_work(
+        [len(r.prompt) for r in requests], [r.max_new_tokens for r in requests]
+    )
     return {**work_counts(requests, result), "baseline_passes": passes, "baseline_tokens": tokens}
 
 
@@ -262,9 +313,12 @@ def kv_usage(engine):
     bs, cfg = engine.blocks.block_size, engine.runner.cfg
     held = engine.blocks.num_used_blocks()
     running = engine.scheduler.running
-    return {"held": held, "bound": sum(-(-len(s.tokens) // bs) for s in running),
-            "reserved": sum(-(-(len(s.prompt) + s.max_new_tokens) // bs) for s in running),
-            "bytes": held * bs * 2 * cfg.n_layer * cfg.n_kv_head * (cfg.head_dim + 4)}  # fmt: skip
+    return {
+        "held": held,
+        "bound": sum(-(-len(s.tokens) // bs) for s in running),
+        "reserved": sum(-(-(len(s.prompt) + s.max_new_tokens) // bs) for s in running),
+        "bytes": held * bs * 2 * cfg.n_layer * cfg.n_kv_head * (cfg.head_dim + 4),
+    }
 
 
 def kv_usage_tables(engine):
@@ -279,9 +333,12 @@ def kv_usage_tables(engine):
     )
     ceil = lambda n: math.ceil(n / bm.block_size)  # noqa: E731
     running = engine.scheduler.running
-    return dict(held=held, bound=sum(ceil(len(s.tokens)) for s in running),
-                reserved=sum(ceil(len(s.prompt) + s.max_new_tokens) for s in running),
-                bytes=held * bm.block_size * per_slot)  # fmt: skip
+    return dict(
+        held=held,
+        bound=sum(ceil(len(s.tokens)) for s in running),
+        reserved=sum(ceil(len(s.prompt) + s.max_new_tokens) for s in running),
+        bytes=held * bm.block_size * per_slot,
+    )
 
 
 def kv_held_is_bound(engine):
@@ -393,13 +450,20 @@ def report(model, seed):
 
     return {
         "throughput": result.metrics()["throughput"],
-        "ttft_p50": ttft[0], "ttft_p99": ttft[1], "tpot_p50": tpot[0], "tpot_p99": tpot[1],
+        "ttft_p50": ttft[0],
+        "ttft_p99": ttft[1],
+        "tpot_p50": tpot[0],
+        "tpot_p99": tpot[1],
         "pass_speedup": counts["baseline_passes"] / counts["served_passes"],
         "token_speedup": counts["baseline_tokens"] / counts["served_tokens"],
-        "kv_peak_blocks": peak["held"], "kv_peak_bytes": peak["bytes"],
-        "kv_reserved_blocks": peak["reserved"], "loss_fp32": loss_fp32, "loss_int8": loss_int8,
-        "accuracy_fp32": accuracy(alone), "accuracy_served": accuracy(result.outputs),
-    }  # fmt: skip
+        "kv_peak_blocks": peak["held"],
+        "kv_peak_bytes": peak["bytes"],
+        "kv_reserved_blocks": peak["reserved"],
+        "loss_fp32": loss_fp32,
+        "loss_int8": loss_int8,
+        "accuracy_fp32": accuracy(alone),
+        "accuracy_served": accuracy(result.outputs),
+    }
 
 
 def report_quantiles(model, seed):
@@ -427,16 +491,20 @@ def report_quantiles(model, seed):
     ttft, tpot = [s.ttft for s in result.seqs], [s.tpot for s in result.seqs]
     return {
         "throughput": float(result.metrics()["throughput"]),
-        "ttft_p50": q(ttft, 0.5), "ttft_p99": q(ttft, 0.99),
-        "tpot_p50": q(tpot, 0.5), "tpot_p99": q(tpot, 0.99),
+        "ttft_p50": q(ttft, 0.5),
+        "ttft_p99": q(ttft, 0.99),
+        "tpot_p50": q(tpot, 0.5),
+        "tpot_p99": q(tpot, 0.99),
         "pass_speedup": float(counts["baseline_passes"] / counts["served_passes"]),
         "token_speedup": float(counts["baseline_tokens"] / counts["served_tokens"]),
         "kv_peak_blocks": max(u["held"] for u in log),
         "kv_peak_bytes": max(u["bytes"] for u in log),
         "kv_reserved_blocks": max(u["reserved"] for u in log),
-        "loss_fp32": losses[0], "loss_int8": losses[1],
-        "accuracy_fp32": hits / len(reqs), "accuracy_served": served / len(reqs),
-    }  # fmt: skip
+        "loss_fp32": losses[0],
+        "loss_int8": losses[1],
+        "accuracy_fp32": hits / len(reqs),
+        "accuracy_served": served / len(reqs),
+    }
 
 
 _DONE: dict[int, dict] = {}

@@ -38,14 +38,23 @@ def _cases(comm: TorchDistComm) -> dict[str, Any]:
     out["bytes"], out["messages"] = comm.bytes_sent, comm.messages_sent
     out["to"] = list(comm.bytes_to)
     # one channel, sizes and dtypes that change or repeat (header joined to the payload or not)
-    seq = [np.arange(4.0), np.arange(4.0) + 1, np.arange(8, dtype=np.float32).reshape(2, 4),
-           np.zeros((0, 2)), np.zeros((0, 2)), np.arange(3, dtype=np.int8), np.full(1, 7.0)]
+    seq = [
+        np.arange(4.0),
+        np.arange(4.0) + 1,
+        np.arange(8, dtype=np.float32).reshape(2, 4),
+        np.zeros((0, 2)),
+        np.zeros((0, 2)),
+        np.arange(3, dtype=np.int8),
+        np.full(1, 7.0),
+    ]
     for a in seq:
         comm.send(a + r if a.size else a, (r + 1) % p, tag=5)
     got = [comm.recv((r - 1) % p, tag=5) for _ in seq]
     want = [a + (r - 1) % p if a.size else a for a in seq]
-    out["seq"] = all(g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w)
-                     for g, w in zip(got, want, strict=True))  # fmt: skip
+    out["seq"] = all(
+        g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w)
+        for g, w in zip(got, want, strict=True)
+    )
     return out
 
 

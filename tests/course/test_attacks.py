@@ -239,8 +239,11 @@ def test_no_attack_earns_a_point_and_nothing_leaks(tmp_path: Path) -> None:
         first = r.exercises[0] if r.exercises else None
         why = (first.message if first else r.error or "")[:90].replace("\n", " ")
         print(f"| {name} | {r.score:g} | {first.status if first else 'error'} | {why} |")
-    earned = {names[p]: (r.score, [(e.id, e.status) for e in r.exercises])
-              for p, r in by_path.items() if p in names and r.score > 0}  # fmt: skip
+    earned = {
+        names[p]: (r.score, [(e.id, e.status) for e in r.exercises])
+        for p, r in by_path.items()
+        if p in names and r.score > 0
+    }
     assert not earned, f"attacks that earned points: {earned}"
     for p, name in names.items():
         assert by_path[p].error is None or "setup" not in by_path[p].error, (name, by_path[p])

@@ -53,8 +53,9 @@ class FakeGrader:
         if self.fail_on and self.fail_on in path:
             raise self.exc if hasattr(self, "exc") else RuntimeError("grader bug")
         points = 3.0 if "/s0/" in path else 1.0
-        ex = ExerciseResult("00.1", "FLOPs", points, 3.0, "passed" if points == 3 else "failed",
-                            "msg", 0.5)  # fmt: skip
+        ex = ExerciseResult(
+            "00.1", "FLOPs", points, 3.0, "passed" if points == 3 else "failed", "msg", 0.5
+        )
         return SubmissionResult(path, "00", points, 3.0, None, [ex], seed=11, isolation="none")
 
 
@@ -145,8 +146,13 @@ def test_jobs_grade_at_once_and_keep_the_order(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setattr(grade, "grade_submission", grader)
     order = []
     t0 = time.monotonic()
-    results = grade_paths([str(_class(tmp_path, 6))], RunOptions(), ROOT, jobs=3,
-                          on_done=lambda r, f, reused: order.append(len(f)))  # fmt: skip
+    results = grade_paths(
+        [str(_class(tmp_path, 6))],
+        RunOptions(),
+        ROOT,
+        jobs=3,
+        on_done=lambda r, f, reused: order.append(len(f)),
+    )
     assert time.monotonic() - t0 < 6 * 0.3  # not one after the other
     assert grader.most == 3 and order == [1, 2, 3, 4, 5, 6]
     assert [Path(r.notebook).parent.name for r in results] == [f"s{i}" for i in range(6)]
@@ -161,8 +167,16 @@ def test_a_grader_bug_costs_one_submission(tmp_path: Path, fake: FakeGrader) -> 
 
 def test_fail_under_names_the_submissions(tmp_path: Path, fake, capsys) -> None:
     folder, out = _class(tmp_path, 3), tmp_path / "g.json"
-    argv = ["grade", str(folder), str(tmp_path / "gone.ipynb"), "--json", str(out),
-            "--quiet", "--fail-under", "50"]  # fmt: skip
+    argv = [
+        "grade",
+        str(folder),
+        str(tmp_path / "gone.ipynb"),
+        "--json",
+        str(out),
+        "--quiet",
+        "--fail-under",
+        "50",
+    ]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "3 submission(s) under 50%:" in err

@@ -65,11 +65,18 @@ def _lab_server(folder: Path, home: Path, port: int, token: str) -> subprocess.P
         HOME=str(home),
     )
     cmd = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={folder}", f"--LabApp.user_settings_dir={home / 'settings'}",
-        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={folder}",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # a container's root (CI, this machine)
         cmd.append("--allow-root")
     # render every cell (JupyterLab 4 draws only the visible ones by default)

@@ -24,8 +24,9 @@ _CHECK = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
 
 
 def _labs(*numbers: str) -> list:
-    return [(lab, exercises(read_notebook(lab.solution_path(ROOT))))
-            for lab in map(find_lab, numbers)]  # fmt: skip
+    return [
+        (lab, exercises(read_notebook(lab.solution_path(ROOT)))) for lab in map(find_lab, numbers)
+    ]
 
 
 def test_committed_workflow_is_what_release_writes() -> None:
@@ -72,8 +73,9 @@ def test_workflow_structure_reports_each_exercises_points(numbers: tuple[str, ..
     (reporter,) = [s for s in steps if s.get("uses") == REPORTER]
     ids = [g["id"] for g in graders]
     assert reporter["with"]["runners"].split(",") == ids
-    assert reporter["env"] == {f"{i.upper()}_RESULTS": f"${{{{ steps.{i}.outputs.result }}}}"
-                               for i in ids}  # fmt: skip
+    assert reporter["env"] == {
+        f"{i.upper()}_RESULTS": f"${{{{ steps.{i}.outputs.result }}}}" for i in ids
+    }
     assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", i) for i in ids)
     grading = next(s for s in steps if "a2s grade" in s.get("run", ""))
     assert grading["continue-on-error"] is True and steps.index(grading) < steps.index(graders[0])

@@ -13,8 +13,18 @@ from a2s.grade import ExerciseResult, SubmissionResult
 from a2s.syllabus import LABS, find_lab, find_lab_notebook, repo_root
 from a2s.table import results_table
 
-COMMANDS = ["list", "build", "execute", "check", "grade", "report", "similarity", "release",
-            "doctor", "bench"]  # fmt: skip
+COMMANDS = [
+    "list",
+    "build",
+    "execute",
+    "check",
+    "grade",
+    "report",
+    "similarity",
+    "release",
+    "doctor",
+    "bench",
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -47,10 +57,15 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.parametrize(
     "argv",
-    [["check", "99"], ["check", "00", "--notebook", "nowhere.ipynb"], ["bench", "nope"],
-     ["list", "99"],
-     ["execute", "42"], ["report", "missing.json"]],
-)  # fmt: skip
+    [
+        ["check", "99"],
+        ["check", "00", "--notebook", "nowhere.ipynb"],
+        ["bench", "nope"],
+        ["list", "99"],
+        ["execute", "42"],
+        ["report", "missing.json"],
+    ],
+)
 def test_bad_values_exit_2_with_message(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -121,9 +136,11 @@ def graded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_check_grades_the_lab_of_the_current_clone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graded: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    graded: list[str],
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     clone = _clone(tmp_path, "01_numerics.ipynb", "00_orientation.ipynb")
     inside = clone / "notes" / "week1"
     inside.mkdir(parents=True)
@@ -137,9 +154,11 @@ def test_check_grades_the_lab_of_the_current_clone(
 
 
 def test_check_from_the_clone_root_shows_a_relative_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graded: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    graded: list[str],
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     clone = _clone(tmp_path, "01_numerics.ipynb")
     monkeypatch.chdir(clone)
     main(["check", "numerics"])
@@ -158,9 +177,11 @@ def test_check_takes_a_renamed_lab_but_refuses_two(tmp_path: Path) -> None:
 
 
 def test_check_without_a_lab_file_fails_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graded: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    graded: list[str],
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     _clone(tmp_path, "00_orientation.ipynb")  # a clone, but without lab 01
     monkeypatch.chdir(tmp_path / "clone")
     assert main(["check", "01"]) == 2
@@ -234,9 +255,14 @@ def test_list_one_lab_and_the_course_total(capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.parametrize(
     ("value", "anchor", "missed"),
-    [(3.094, "<= 2", True), (1.9, "target <= 2.0", False), (0.5, ">= 0.67 of gloo", True),
-     (1.33, "one extra forward ~ 1.33", False), (5.0, "torch eager = 1.0", False)],
-)  # fmt: skip
+    [
+        (3.094, "<= 2", True),
+        (1.9, "target <= 2.0", False),
+        (0.5, ">= 0.67 of gloo", True),
+        (1.33, "one extra forward ~ 1.33", False),
+        (5.0, "torch eager = 1.0", False),
+    ],
+)
 def test_bench_flags_a_missed_target(value, anchor, missed):
     assert figures.missed_target(value, anchor) is missed
 

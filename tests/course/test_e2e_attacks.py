@@ -117,9 +117,7 @@ def _plan() -> list[tuple[str, Path, dict[str, str], str, str]]:
         solution = read_notebook(lab.solution_path(ROOT))
         cells = {c.get("id"): c.source for c in solution.cells}
         exs = exercises(solution)
-        cheat = next(
-            (e for e in exs if any(f in refs for f in _functions(cells[e.cell_id]))), None
-        )
+        cheat = next((e for e in exs if any(f in refs for f in _functions(cells[e.cell_id]))), None)
         if cheat is None:
             continue
         defined = _defined(cells[cheat.cell_id])  # gone with the cheat: not for the honest one
@@ -130,8 +128,10 @@ def _plan() -> list[tuple[str, Path, dict[str, str], str, str]]:
         if honest is None:
             continue
         name = next(f for f in _functions(cells[cheat.cell_id]) if f in refs)
-        sources = {cheat.cell_id: _cheat(name, refs[name]),
-                   honest.cell_id: _honest(cells[honest.cell_id])}  # fmt: skip
+        sources = {
+            cheat.cell_id: _cheat(name, refs[name]),
+            honest.cell_id: _honest(cells[honest.cell_id]),
+        }
         plan.append((lab.number, lab.lab_path(ROOT), sources, cheat.id, honest.id))
     return plan
 
@@ -165,9 +165,7 @@ def test_every_lab_is_tried_end_to_end(graded) -> None:
 @pytest.mark.grader
 def test_the_cheat_earns_nothing_and_the_honest_answer_passes(graded) -> None:
     wrong = []
-    for (number, _p, _s, cheat, honest), res in zip(
-        graded["plan"], graded["results"], strict=True
-    ):
+    for (number, _p, _s, cheat, honest), res in zip(graded["plan"], graded["results"], strict=True):
         if res.error is not None:
             wrong.append(f"lab {number}: {res.error}")
             continue

@@ -47,26 +47,50 @@ def test_a_pattern_names_the_student_once() -> None:
 
 def _ex(ex_id: str, status: str, max_points: float = 1.0, message: str = "") -> dict:
     points = max_points if status == "passed" else 0.0
-    return {"id": ex_id, "title": f"title {ex_id}", "points": points, "max_points": max_points,
-            "status": status, "message": message}  # fmt: skip
+    return {
+        "id": ex_id,
+        "title": f"title {ex_id}",
+        "points": points,
+        "max_points": max_points,
+        "status": status,
+        "message": message,
+    }
 
 
-def _result(student: str, lab: str | None, exs: list[dict], error: str | None = None,
-            name: str | None = None) -> dict:  # fmt: skip
+def _result(
+    student: str,
+    lab: str | None,
+    exs: list[dict],
+    error: str | None = None,
+    name: str | None = None,
+) -> dict:
     name = name or {"00": "00_orientation", "01": "01_numerics"}.get(lab or "", "x")
-    return {"notebook": f"submissions/{student}/{name}.ipynb", "lab": lab,
-            "score": sum(e["points"] for e in exs), "max_score": sum(e["max_points"] for e in exs),
-            "error": error, "exercises": exs}  # fmt: skip
+    return {
+        "notebook": f"submissions/{student}/{name}.ipynb",
+        "lab": lab,
+        "score": sum(e["points"] for e in exs),
+        "max_score": sum(e["max_points"] for e in exs),
+        "error": error,
+        "exercises": exs,
+    }
 
 
 def _class() -> list[dict]:
     wrong = "[m=2, n=3, k=4] matmul_flops returned 24, the loop performs 48"
     unreadable = "submissions/bob/01_numerics.ipynb: not a Jupyter notebook"
-    carol_1 = [_ex("00.1", "failed", message=wrong.replace("24", "12")),
-               _ex("00.2", "error", 2, "your function raised")]  # fmt: skip
+    carol_1 = [
+        _ex("00.1", "failed", message=wrong.replace("24", "12")),
+        _ex("00.2", "error", 2, "your function raised"),
+    ]
     carol_2 = [_ex("00.1", "passed"), _ex("00.2", "failed", 2)]
-    stray = {"notebook": "stray/00_orientation.ipynb", "lab": "00", "score": 1.0,
-             "max_score": 3.0, "error": None, "exercises": carol_2}  # fmt: skip
+    stray = {
+        "notebook": "stray/00_orientation.ipynb",
+        "lab": "00",
+        "score": 1.0,
+        "max_score": 3.0,
+        "error": None,
+        "exercises": carol_2,
+    }
     return [
         _result("alice", "00", [_ex("00.1", "passed"), _ex("00.2", "passed", 2)]),
         _result("alice", "01", [_ex("01.1", "passed", 2)]),  # lab 01 partly graded
@@ -106,8 +130,13 @@ def test_csv_has_one_row_per_student(tmp_path: Path) -> None:
     path = tmp_path / "book.csv"
     build_gradebook(_class(), ROOT).write_csv(path)
     rows = list(csv.reader(path.open(encoding="utf-8")))
-    assert rows[0][:5] == ["student", "lab00 (out of 3)", "lab01 (out of 10)",
-                           "total (out of 13)", "percent"]  # fmt: skip
+    assert rows[0][:5] == [
+        "student",
+        "lab00 (out of 3)",
+        "lab01 (out of 10)",
+        "total (out of 13)",
+        "percent",
+    ]
     by_student = {r[0]: r for r in rows[1:]}
     assert len(rows) - 1 == len(by_student) == 4
     assert by_student["bob"][1:5] == ["2", "0", "2", "15.4"]
@@ -171,8 +200,19 @@ def _write(tmp_path: Path, results: list[dict]) -> Path:
 def test_cli_by_student(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, _class())
     out_csv, radars, chart = tmp_path / "b.csv", tmp_path / "radars", tmp_path / "s.png"
-    argv = ["report", str(path), "--by-student", "--csv", str(out_csv), "--png-dir",
-            str(radars), "--stats-png", str(chart), "--profile", "intern"]  # fmt: skip
+    argv = [
+        "report",
+        str(path),
+        "--by-student",
+        "--csv",
+        str(out_csv),
+        "--png-dir",
+        str(radars),
+        "--stats-png",
+        str(chart),
+        "--profile",
+        "intern",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     # lab 01 partly graded: its exercises not in the result count 0, as in the gradebook (38.5%)
@@ -180,7 +220,11 @@ def test_cli_by_student(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "pass rate over the students who submitted" in out
     assert out_csv.exists() and chart.exists()
     assert sorted(p.name for p in radars.iterdir()) == [
-        "alice.png", "bob.png", "carol.png", "stray_00_orientation.ipynb.png"]  # fmt: skip
+        "alice.png",
+        "bob.png",
+        "carol.png",
+        "stray_00_orientation.ipynb.png",
+    ]
 
 
 def test_cli_png_needs_png_dir_by_student(tmp_path: Path, capsys) -> None:

@@ -19,19 +19,42 @@ def _ex(i: int, status: str, message: str = "", seconds: float | None = 0.25) ->
 
 
 def _results() -> list[SubmissionResult]:
-    audit = {"sha256": "ab" * 32, "course_version": "0.1.0", "course_commit": "c0ffee",
-             "graded_at": "2026-01-05T09:30:00Z", "wall_time": 9.5, "seed": 7,
-             "isolation": "namespaces"}  # fmt: skip
-    every = [_ex(1, "passed", "✔ Exercise 00.1 passed: a 4096³ GEMM"), _ex(2, "failed", "wrong"),
-             _ex(3, "missing", "cell gone"), _ex(4, "error", "\x1b[31mBoom\x1b[0m \x00\x07ctl"),
-             _ex(5, "timeout", "too slow", None), _ex(6, "tampered", "forged verdict")]  # fmt: skip
-    alice = SubmissionResult("term/submissions/alice/00_orientation.ipynb", "00", 1.0, 5.0,
-                             None, every, **audit)  # fmt: skip
+    audit = {
+        "sha256": "ab" * 32,
+        "course_version": "0.1.0",
+        "course_commit": "c0ffee",
+        "graded_at": "2026-01-05T09:30:00Z",
+        "wall_time": 9.5,
+        "seed": 7,
+        "isolation": "namespaces",
+    }
+    every = [
+        _ex(1, "passed", "✔ Exercise 00.1 passed: a 4096³ GEMM"),
+        _ex(2, "failed", "wrong"),
+        _ex(3, "missing", "cell gone"),
+        _ex(4, "error", "\x1b[31mBoom\x1b[0m \x00\x07ctl"),
+        _ex(5, "timeout", "too slow", None),
+        _ex(6, "tampered", "forged verdict"),
+    ]
+    alice = SubmissionResult(
+        "term/submissions/alice/00_orientation.ipynb", "00", 1.0, 5.0, None, every, **audit
+    )
     setup = "the course's setup cell failed"
-    bob = SubmissionResult("term/submissions/bob/00_orientation.ipynb", "00", 0.0, 5.0, setup,
-                           [_ex(1, "error", "not graded")])  # fmt: skip
-    notes = SubmissionResult("term/submissions/bob/notes.ipynb", None, 0.0, 0.0,
-                             "term/submissions/bob/notes.ipynb: unknown lab")  # fmt: skip
+    bob = SubmissionResult(
+        "term/submissions/bob/00_orientation.ipynb",
+        "00",
+        0.0,
+        5.0,
+        setup,
+        [_ex(1, "error", "not graded")],
+    )
+    notes = SubmissionResult(
+        "term/submissions/bob/notes.ipynb",
+        None,
+        0.0,
+        0.0,
+        "term/submissions/bob/notes.ipynb: unknown lab",
+    )
     loose = SubmissionResult("loose.ipynb", "00", 0.0, 1.0, None, [_ex(1, "failed", "x")])
     return [alice, bob, notes, loose]
 
@@ -57,13 +80,14 @@ VALID = (
 )
 BROKEN = {
     "system-err before the cases (the old layout)": lambda x: x.replace(
-        "<properties/>", "<properties/><system-err>boom</system-err>", 1),
+        "<properties/>", "<properties/><system-err>boom</system-err>", 1
+    ),
     "no time on a case": lambda x: x.replace(' time="0.5"', ""),
     "no classname": lambda x: x.replace(' classname="p.lab00"', ""),
     "no properties": lambda x: x.replace("<properties/>", ""),
     "an error without a type": lambda x: x.replace(' type="notebook"', ""),
     "a timestamp with a zone": lambda x: x.replace("09:30:00", "09:30:00Z"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("mutation", sorted(BROKEN))
@@ -109,8 +133,14 @@ def test_the_student_is_in_the_classname(xml_path: Path) -> None:
 def test_statuses_map_to_failure_and_error(xml_path: Path) -> None:
     alice = ET.parse(xml_path).getroot().find("testsuite")
     kinds = [(c[0].tag, c[0].get("type")) for c in alice.findall("testcase")]
-    assert kinds == [("system-out", None), ("failure", "failed"), ("failure", "missing"),
-                     ("error", "error"), ("error", "timeout"), ("failure", "tampered")]  # fmt: skip
+    assert kinds == [
+        ("system-out", None),
+        ("failure", "failed"),
+        ("failure", "missing"),
+        ("error", "error"),
+        ("error", "timeout"),
+        ("failure", "tampered"),
+    ]
 
 
 def test_text_is_legal_xml_without_terminal_colours(xml_path: Path) -> None:
@@ -129,7 +159,8 @@ def test_a_submission_that_could_not_be_graded_is_one_red_case(xml_path: Path) -
 
 def test_the_student_pattern_is_the_instructors(tmp_path: Path) -> None:
     path = tmp_path / "g.xml"
-    res = SubmissionResult("hw1-carol/labs/00_orientation.ipynb", "00", 1.0, 1.0, None,
-                           [_ex(1, "passed")])  # fmt: skip
+    res = SubmissionResult(
+        "hw1-carol/labs/00_orientation.ipynb", "00", 1.0, 1.0, None, [_ex(1, "passed")]
+    )
     write_junit([res], path, student_pattern="hw1-<student>/")
     assert ET.parse(path).getroot().find("testsuite/testcase").get("classname") == "carol.lab00"

@@ -26,11 +26,20 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_template_holds_labs_docs_readme_and_the_workflow(template: Path) -> None:
     files = sorted(str(p.relative_to(template)) for p in template.rglob("*") if p.is_file())
-    assert files == [".a2s/course.json", ".a2s/labs/00_orientation.ipynb",
-                     ".a2s/labs/01_numerics.ipynb", ".dockerignore",
-                     ".github/workflows/classroom.yml", ".gitignore", "Dockerfile", "README.md",
-                     "docs/glossary.md", "docs/student_guide.md",
-                     "labs/00_orientation.ipynb", "labs/01_numerics.ipynb"]  # fmt: skip
+    assert files == [
+        ".a2s/course.json",
+        ".a2s/labs/00_orientation.ipynb",
+        ".a2s/labs/01_numerics.ipynb",
+        ".dockerignore",
+        ".github/workflows/classroom.yml",
+        ".gitignore",
+        "Dockerfile",
+        "README.md",
+        "docs/glossary.md",
+        "docs/student_guide.md",
+        "labs/00_orientation.ipynb",
+        "labs/01_numerics.ipynb",
+    ]
 
 
 def test_the_student_guide_is_written_for_the_template(template: Path) -> None:
@@ -45,12 +54,20 @@ def test_the_student_guide_is_written_for_the_template(template: Path) -> None:
     assert guide != (ROOT / "docs/student_guide.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize(("url", "spec"), [
-    ("https://github.com/acme/course", "algo2silicon @ git+https://github.com/acme/course"),
-    ("git+ssh://git@github.com/acme/course", "algo2silicon @ git+ssh://git@github.com/acme/course"),
-    ("https://acme.org/algo2silicon-0.1.0-py3-none-any.whl",
-     "algo2silicon @ https://acme.org/algo2silicon-0.1.0-py3-none-any.whl"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("url", "spec"),
+    [
+        ("https://github.com/acme/course", "algo2silicon @ git+https://github.com/acme/course"),
+        (
+            "git+ssh://git@github.com/acme/course",
+            "algo2silicon @ git+ssh://git@github.com/acme/course",
+        ),
+        (
+            "https://acme.org/algo2silicon-0.1.0-py3-none-any.whl",
+            "algo2silicon @ https://acme.org/algo2silicon-0.1.0-py3-none-any.whl",
+        ),
+    ],
+)
 def test_the_install_line_takes_a_wheel_or_git_url(url: str, spec: str) -> None:
     assert package_spec(url) == spec
 
@@ -82,7 +99,9 @@ def test_the_workflow_grades_only_the_assignments_labs(template: Path) -> None:
     steps = yaml.safe_load(text)["jobs"]["run-autograding-tests"]["steps"]
     grade = next(s for s in steps if "a2s grade" in s.get("run", ""))
     assert re.findall(r"labs/\S+\.ipynb", grade["run"]) == [
-        "labs/00_orientation.ipynb", "labs/01_numerics.ipynb"]  # fmt: skip
+        "labs/00_orientation.ipynb",
+        "labs/01_numerics.ipynb",
+    ]
     ids = [s["with"]["command"].split()[-1] for s in steps if "command" in s.get("with", {})]
     assert ids == ["00.1", "00.2"] + [f"01.{k}" for k in range(1, 8)]
 

@@ -16,13 +16,31 @@ ROOT = repo_root()
 
 def _results(points_00_1: float, points_00_2: float) -> dict:
     exs = [
-        {"id": "00.1", "title": "", "points": points_00_1, "max_points": 1.0, "status": "passed",
-         "message": ""},
-        {"id": "00.2", "title": "", "points": points_00_2, "max_points": 2.0, "status": "passed",
-         "message": ""},
-    ]  # fmt: skip
-    res = {"notebook": "a.ipynb", "lab": "00", "score": points_00_1 + points_00_2,
-           "max_score": 3.0, "error": None, "exercises": exs}  # fmt: skip
+        {
+            "id": "00.1",
+            "title": "",
+            "points": points_00_1,
+            "max_points": 1.0,
+            "status": "passed",
+            "message": "",
+        },
+        {
+            "id": "00.2",
+            "title": "",
+            "points": points_00_2,
+            "max_points": 2.0,
+            "status": "passed",
+            "message": "",
+        },
+    ]
+    res = {
+        "notebook": "a.ipynb",
+        "lab": "00",
+        "score": points_00_1 + points_00_2,
+        "max_score": 3.0,
+        "error": None,
+        "exercises": exs,
+    }
     return {"version": 1, "results": [res]}
 
 
@@ -70,17 +88,35 @@ def test_profiles_threshold() -> None:
 
 
 def test_errors_are_noted_not_crashed() -> None:
-    data = {"version": 1, "results": [{"notebook": "x", "lab": None, "score": 0, "max_score": 0,
-                                       "error": "not a notebook", "exercises": []}]}  # fmt: skip
+    data = {
+        "version": 1,
+        "results": [
+            {
+                "notebook": "x",
+                "lab": None,
+                "score": 0,
+                "max_score": 0,
+                "error": "not a notebook",
+                "exercises": [],
+            }
+        ],
+    }
     rep = skill_report(data, ROOT)
     assert rep.total == 0 and any("not a notebook" in n for n in rep.notes)
 
 
 def test_unknown_or_planned_lab_is_a_note() -> None:
     data = _results(1, 2)
-    data["results"].append({"notebook": "b", "lab": "99", "score": 0, "max_score": 1,
-                            "error": None, "exercises": [{"id": "99.1", "points": 0,
-                                                          "max_points": 1}]})  # fmt: skip
+    data["results"].append(
+        {
+            "notebook": "b",
+            "lab": "99",
+            "score": 0,
+            "max_score": 1,
+            "error": None,
+            "exercises": [{"id": "99.1", "points": 0, "max_points": 1}],
+        }
+    )
     rep = skill_report(data, ROOT)  # (every lab 00-28 has a notebook now: 99 is unknown)
     assert rep.total == pytest.approx(10.0)
     assert any("99" in n for n in rep.notes)
@@ -111,8 +147,19 @@ def test_level_is_over_what_was_assessed_and_says_how_much() -> None:
 
 
 def test_nothing_assessed_has_no_level() -> None:
-    data = {"version": 1, "results": [{"notebook": "x", "lab": None, "score": 0, "max_score": 0,
-                                       "error": "not a notebook", "exercises": []}]}  # fmt: skip
+    data = {
+        "version": 1,
+        "results": [
+            {
+                "notebook": "x",
+                "lab": None,
+                "score": 0,
+                "max_score": 0,
+                "error": "not a notebook",
+                "exercises": [],
+            }
+        ],
+    }
     rep = skill_report(data, ROOT)
     assert rep.coverage == 0 and rep.level == "n/a"
     assert rep.summary() == "nothing assessed yet: no level"
@@ -172,8 +219,14 @@ def test_an_unreadable_file_of_a_known_lab_counts_zero_not_nothing() -> None:
     full = skill_report(_results(1.0, 2.0), ROOT)
     assert full.total == pytest.approx(10.0)
     broken = _results(1.0, 2.0)
-    unreadable = {"notebook": "alice/01_numerics.ipynb", "lab": None, "score": 0,
-                  "max_score": 0, "error": "not a notebook", "exercises": []}  # fmt: skip
+    unreadable = {
+        "notebook": "alice/01_numerics.ipynb",
+        "lab": None,
+        "score": 0,
+        "max_score": 0,
+        "error": "not a notebook",
+        "exercises": [],
+    }
     broken["results"].append(unreadable)
     rep = skill_report(broken, ROOT)
     assert rep.total < 5.0, "the unreadable lab 01 must weigh in as 0, as the gradebook has it"

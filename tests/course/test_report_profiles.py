@@ -33,14 +33,26 @@ def _grades(frac: Frac, labs: list[str] | None = None, student: str = "alice") -
         if labs is not None and lab.number not in labs:
             continue
         rows: list[dict[str, Any]] = [
-            {"id": e.id, "title": e.title, "points": frac(lab.layer, e.subject) * e.points,
-             "max_points": e.points, "status": "passed", "message": ""}
+            {
+                "id": e.id,
+                "title": e.title,
+                "points": frac(lab.layer, e.subject) * e.points,
+                "max_points": e.points,
+                "status": "passed",
+                "message": "",
+            }
             for e in exercises(read_notebook(lab.solution_path(ROOT)))
-        ]  # fmt: skip
-        results.append({"notebook": f"submissions/{student}/{lab.name}.ipynb", "lab": lab.number,
-                        "score": sum(r["points"] for r in rows),
-                        "max_score": sum(r["max_points"] for r in rows),
-                        "error": None, "exercises": rows})  # fmt: skip
+        ]
+        results.append(
+            {
+                "notebook": f"submissions/{student}/{lab.name}.ipynb",
+                "lab": lab.number,
+                "score": sum(r["points"] for r in rows),
+                "max_score": sum(r["max_points"] for r in rows),
+                "error": None,
+                "exercises": rows,
+            }
+        )
     return {"version": 1, "results": results}
 
 
@@ -95,8 +107,12 @@ def test_cli_prints_the_section_when_lab_28_is_graded(
     assert "weighted total over what was assessed" in out  # the report is still there
     assert "capstone: the skill matrix over all labs (29 of 29 labs graded: 00-28)" in out
     lines = out.splitlines()
-    table = {ln.split()[0]: ln for ln in lines[lines.index(next(
-        ln for ln in lines if ln.startswith("hiring profiles"))) + 2:]}  # fmt: skip
+    table = {
+        ln.split()[0]: ln
+        for ln in lines[
+            lines.index(next(ln for ln in lines if ln.startswith("hiring profiles"))) + 2 :
+        ]
+    }
     assert "AI compiler engineer" in table["compiler"] and "met (10.0 >= 8.0)" in table["compiler"]
     assert "NOT met (1.5 short of 8.5)" in table["training"]
     assert table["intern"].split()[-5:-3] == ["4.0", "met"]
@@ -192,8 +208,10 @@ def test_profiles_radar_is_legible_and_draws_gaps(labs: list[str] | None, tmp_pa
     from tests.viz.test_legibility import assert_legible
 
     cap = capstone_section(_grades(_compiler_strong, labs)["results"], ROOT)
-    series = {f"{p.title}: {p.verdict} ({p.reason})": {SUBJECTS[k][0]: v
-              for k, v in p.subjects.items()} for p in cap.profiles}  # fmt: skip
+    series = {
+        f"{p.title}: {p.verdict} ({p.reason})": {SUBJECTS[k][0]: v for k, v in p.subjects.items()}
+        for p in cap.profiles
+    }
     gaps = sum(v is None for v in cap.report.subjects.values())
 
     def make():

@@ -62,8 +62,12 @@ def test_other_errors_and_the_checks_messages_are_unchanged(shell, capsys):
     assert "ZeroDivisionError" in out and "⏭" not in out
     out = _run(shell, capsys, 'raise NotImplementedError("not a stub")')
     assert "NotImplementedError" in out and "⏭" not in out
-    out = _run(shell, capsys, "from a2s.checks.errors import CheckFailure\n"
-               "raise CheckFailure('Exercise 21.1: case p=3 differs')")  # fmt: skip
+    out = _run(
+        shell,
+        capsys,
+        "from a2s.checks.errors import CheckFailure\n"
+        "raise CheckFailure('Exercise 21.1: case p=3 differs')",
+    )
     assert "✘ check failed" in out and "case p=3" in out
 
 

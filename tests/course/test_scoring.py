@@ -13,19 +13,32 @@ from a2s.records import CellRecord
 from a2s.scoring import exercise_status
 
 EX = Exercise(
-    id="02.3", title="Backward", task="backpropagate", points=2.0, cell_id="ex-02-3",
-    check_cell_id="check-02-3", subject="frameworks", dimension="hands-on",
-)  # fmt: skip
+    id="02.3",
+    title="Backward",
+    task="backpropagate",
+    points=2.0,
+    cell_id="ex-02-3",
+    check_cell_id="check-02-3",
+    subject="frameworks",
+    dimension="hands-on",
+)
 
 
-def rec(cid: str, outcome: str = "passed", ename: str | None = None, evalue: str | None = None,
-        **extra) -> CellRecord:  # fmt: skip
+def rec(
+    cid: str, outcome: str = "passed", ename: str | None = None, evalue: str | None = None, **extra
+) -> CellRecord:
     """One cell record as ``a2s.nbval_plugin`` writes it."""
     return CellRecord(cid, outcome=outcome, ename=ename, evalue=evalue, **extra)
 
 
-def status(ex_rec: CellRecord | None, check_rec: CellRecord | None, *, missing=(), fixed=None,
-           timed_out: bool = False) -> tuple[str, str]:  # fmt: skip
+def status(
+    ex_rec: CellRecord | None,
+    check_rec: CellRecord | None,
+    *,
+    missing=(),
+    fixed=None,
+    timed_out: bool = False,
+) -> tuple[str, str]:
     """``exercise_status`` without signed verdicts (records alone decide)."""
     records = {r.id: r for r in (ex_rec, check_rec) if r is not None}
     return exercise_status(EX, records, set(missing), fixed or {}, timed_out)
@@ -81,16 +94,25 @@ def test_a_missing_function_is_failed() -> None:
 @pytest.mark.parametrize(
     ("ex_rec", "check", "want"),
     [
-        (rec("ex-02-3", "failed", "SyntaxError", "invalid syntax"), failed_check("NameError"),
-         "your exercise cell raised SyntaxError: invalid syntax"),
+        (
+            rec("ex-02-3", "failed", "SyntaxError", "invalid syntax"),
+            failed_check("NameError"),
+            "your exercise cell raised SyntaxError: invalid syntax",
+        ),
         (rec("ex-02-3", "failed", "MemoryError", ""), failed_check("NameError"), "MemoryError"),
-        (ok_exercise(), failed_check("StudentError", "your backward raised KeyError: 3"),
-         "your backward raised KeyError: 3"),
-        (ok_exercise(), failed_check("ZeroDivisionError", "division by zero"),
-         "ZeroDivisionError: division by zero"),
+        (
+            ok_exercise(),
+            failed_check("StudentError", "your backward raised KeyError: 3"),
+            "your backward raised KeyError: 3",
+        ),
+        (
+            ok_exercise(),
+            failed_check("ZeroDivisionError", "division by zero"),
+            "ZeroDivisionError: division by zero",
+        ),
         (ok_exercise(), failed_check(None, None, message="Kernel died"), "Kernel died"),
     ],
-)  # fmt: skip
+)
 def test_crashes_are_errors_with_their_cause(ex_rec, check, want) -> None:
     got, message = status(ex_rec, check)
     assert got == "error" and want in message
@@ -112,9 +134,7 @@ def test_a_cell_over_its_time_limit_is_a_timeout(which: str) -> None:
 
 def test_a_check_that_never_ran() -> None:
     assert status(ok_exercise(), None) == ("error", "its check did not run")
-    assert status(None, None, timed_out=True) == (
-        "timeout", "the run stopped before this exercise"
-    )  # fmt: skip
+    assert status(None, None, timed_out=True) == ("timeout", "the run stopped before this exercise")
 
 
 def test_a_missing_exercise_cell_wins_over_any_record() -> None:
@@ -129,9 +149,16 @@ def test_a_verdict_fixed_by_a_rerun_wins() -> None:
 
 FAILING_CHECKS = [
     failed_check(name, "x")
-    for name in ("CheckFailure", "AssertionError", "ReferenceCalledError", "NameError",
-                 "StudentError", "TypeError", None)
-]  # fmt: skip
+    for name in (
+        "CheckFailure",
+        "AssertionError",
+        "ReferenceCalledError",
+        "NameError",
+        "StudentError",
+        "TypeError",
+        None,
+    )
+]
 
 
 @pytest.mark.parametrize("check", FAILING_CHECKS, ids=lambda r: str(r.ename))

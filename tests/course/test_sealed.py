@@ -285,18 +285,29 @@ def test_the_hook_judges_each_exercise_alone_on_every_thread_and_in_a_child(
     script.write_text(_HOOK_SCRIPT)
     out = subprocess.run(
         [sys.executable, str(script), key.hex(), str(verdicts)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=True,
+    )
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["1 typed"] == "passed" and seen["3 honest after peek"] == "passed"
     assert seen["4 fsum"].startswith("ForbiddenCallError: your code called `math:fsum`")
     assert seen["4b zeros"].startswith("ForbiddenCallError: your code called `numpy:zeros`")
     assert seen["5 honest after fsum"] == "passed"
-    assert seen["6 rank frame"] == ["a2s grader: frame access from code under check is not "
-                                    "allowed while grading"] * 2  # fmt: skip
+    assert (
+        seen["6 rank frame"]
+        == ["a2s grader: frame access from code under check is not allowed while grading"] * 2
+    )
     assert seen["7 child exit"] == 3  # its check raised: no verdict from a child
     got = read_verdicts(Seal(key, tmp_path / "seal.json", verdicts))
     assert got.forged == []
     statuses = [json.loads(json.loads(ln)["v"])[1:3] for ln in verdicts.read_text().splitlines()]
-    assert statuses == [["00.1", "passed"], ["00.1", "tampered"], ["00.2", "passed"],
-                        ["01.4", "failed"], ["01.4", "passed"]]  # fmt: skip
+    assert statuses == [
+        ["00.1", "passed"],
+        ["00.1", "tampered"],
+        ["00.2", "passed"],
+        ["01.4", "failed"],
+        ["01.4", "passed"],
+    ]

@@ -82,8 +82,11 @@ def _submission(folder: Path, student: str, edit=None) -> Path:
 
 def _renamed(cells: dict) -> None:
     cell = cells["ex-00-2"]
-    cell.source = (cell.source.replace("moved", "traffic").replace("# hint", "# my note")
-                   .replace("(m * k", "( m*k"))  # fmt: skip
+    cell.source = (
+        cell.source.replace("moved", "traffic")
+        .replace("# hint", "# my note")
+        .replace("(m * k", "( m*k")
+    )
 
 
 def _own(cells: dict) -> None:

@@ -41,8 +41,9 @@ def student_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of a student's shell: the course package installed, no checkout."""
     site = tmp_path_factory.mktemp("site")
     for package in ("minitorch", "a2s"):
-        shutil.copytree(ROOT / package, site / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+        shutil.copytree(
+            ROOT / package, site / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("A2S_", "PYTEST"))}
     env["PYTHONPATH"] = str(site)
     return env
@@ -73,8 +74,15 @@ def test_the_student_process_sees_the_package_and_the_template_only(
     template: Path, student_env: dict[str, str]
 ) -> None:
     code = "import a2s.syllabus as s; print(s.__file__); print(s.repo_root())"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=template, env=student_env,
-                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=template,
+        env=student_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     module, root = proc.stdout.split()
     assert Path(module).is_relative_to(student_env["PYTHONPATH"])
     assert Path(root) == template.resolve()
@@ -94,8 +102,9 @@ def test_check_list_and_grade_work_in_the_template(
 
     # a solved lab 00 (the solution's exercise cells in the student copy) gets every point
     solved = read_notebook(template / "labs" / "00_orientation.ipynb")
-    answers = {c.get("id"): c.source
-               for c in read_notebook(find_lab("00").solution_path(ROOT)).cells}  # fmt: skip
+    answers = {
+        c.get("id"): c.source for c in read_notebook(find_lab("00").solution_path(ROOT)).cells
+    }
     for ex in exercises(solved):
         cell = next(c for c in solved.cells if c.get("id") == ex.cell_id)
         lines = answers[ex.cell_id].splitlines()
@@ -103,8 +112,9 @@ def test_check_list_and_grade_work_in_the_template(
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "00_orientation.ipynb").write_text(dumps(solved), encoding="utf-8")
     grades = tmp_path / "grades.json"
-    proc = _a2s(template, student_env, "grade", str(tmp_path / "mine"), "--json", str(grades),
-                "--quiet")  # fmt: skip
+    proc = _a2s(
+        template, student_env, "grade", str(tmp_path / "mine"), "--json", str(grades), "--quiet"
+    )
     assert proc.returncode == 0, proc.stderr
     assert '"score": 3.0' in grades.read_text() and '"max_score": 3.0' in grades.read_text()
 
@@ -189,16 +199,26 @@ def build_context(folder: Path) -> list[str]:
 
 def test_the_student_images_context_holds_no_solution_text(template: Path) -> None:
     context = build_context(template)
-    assert context == [".a2s/course.json", ".a2s/labs/00_orientation.ipynb",
-                       ".a2s/labs/01_numerics.ipynb", "Dockerfile",
-                       "labs/00_orientation.ipynb", "labs/01_numerics.ipynb"]  # fmt: skip
+    assert context == [
+        ".a2s/course.json",
+        ".a2s/labs/00_orientation.ipynb",
+        ".a2s/labs/01_numerics.ipynb",
+        "Dockerfile",
+        "labs/00_orientation.ipynb",
+        "labs/01_numerics.ipynb",
+    ]
     dockerfile = (template / "Dockerfile").read_text()
     for src in re.findall(r"^COPY (\S+) ", dockerfile, re.M):  # it copies only what is sent
         assert any(f.startswith(src) for f in context), src
     assert "solutions/" not in dockerfile and "--extra-checks" not in dockerfile
     texts = {f: (template / f).read_text(encoding="utf-8") for f in context}
-    texts.update({f"{f} (cells)": "\n".join(c.source for c in read_notebook(template / f).cells)
-                  for f in context if f.endswith(".ipynb")})  # fmt: skip
+    texts.update(
+        {
+            f"{f} (cells)": "\n".join(c.source for c in read_notebook(template / f).cells)
+            for f in context
+            if f.endswith(".ipynb")
+        }
+    )
     bodies = [b for lab in LABS for b in _solution_bodies(lab)]
     assert len(bodies) == 9 and all(b.strip() for b in bodies)
     for name, text in texts.items():

@@ -12,8 +12,9 @@ def _ints(gen, shape):
     return gen.integers(-5, 6, shape).astype(np.float64)
 
 
-@pytest.mark.parametrize(("m", "k", "n", "r", "c"), [(1, 1, 1, 1, 1), (5, 3, 4, 3, 4),
-                                                     (7, 2, 3, 4, 5), (1, 8, 8, 8, 8)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("m", "k", "n", "r", "c"), [(1, 1, 1, 1, 1), (5, 3, 4, 3, 4), (7, 2, 3, 4, 5), (1, 8, 8, 8, 8)]
+)
 def test_weight_stationary_is_exact_with_closed_form_cycles(m, k, n, r, c):
     gen = np.random.default_rng(0)
     a, b = _ints(gen, (m, k)), _ints(gen, (k, n))

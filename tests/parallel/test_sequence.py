@@ -59,8 +59,9 @@ def case():
     return x, dy, params, masks, ty.detach().numpy(), tx.grad.numpy(), grads
 
 
-@pytest.mark.parametrize(("t", "mode"), [(1, "tp"), (2, "tp"), (4, "tp"), (2, "sp"), (4, "sp"),
-                                         (2, "recompute")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("t", "mode"), [(1, "tp"), (2, "tp"), (4, "tp"), (2, "sp"), (4, "sp"), (2, "recompute")]
+)
 def test_layer_equals_torch_forward_and_backward(case, t: int, mode: str) -> None:
     x, dy, params, masks, want_y, want_dx, want_g = case
     outs, _ = _run(t, mode, x, params, masks, dy)

@@ -16,8 +16,10 @@ def _gelu(z: torch.Tensor) -> torch.Tensor:
 
 def _mlp_data(seed: int, s: int = 3, b: int = 2, h: int = 4) -> list[np.ndarray]:
     gen = np.random.default_rng(seed)
-    return [gen.standard_normal(shape) for shape in
-            ((s, b, h), (h, 4 * h), (4 * h,), (4 * h, h), (h,), (s, b, h))]  # fmt: skip
+    return [
+        gen.standard_normal(shape)
+        for shape in ((s, b, h), (h, 4 * h), (4 * h,), (4 * h, h), (h,), (s, b, h))
+    ]
 
 
 @pytest.mark.parametrize("t", [1, 2, 4])
@@ -87,8 +89,9 @@ def test_one_all_reduce_per_block_forward_and_backward() -> None:
 
     def fwd(comm):
         r = comm.rank
-        return tp.tp_mlp_forward(comm, x, tp.shard(w1, t, r, 1), tp.shard(b1, t, r, 0),
-                                 tp.shard(w2, t, r, 0), b2)  # fmt: skip
+        return tp.tp_mlp_forward(
+            comm, x, tp.shard(w1, t, r, 1), tp.shard(b1, t, r, 0), tp.shard(w2, t, r, 0), b2
+        )
 
     world = SimWorld(t)
     world.run(fwd)

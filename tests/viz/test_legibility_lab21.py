@@ -22,6 +22,7 @@ def test_crossover_plot_is_legible() -> None:
 
 def test_bus_bandwidth_plot_is_legible() -> None:
     sizes = [4e3, 4e5, 4e7]
-    fig = allreduce.plot_bus_bandwidth(sizes, {"your ring": [0.1e9, 0.5e9, 0.6e9],
-                                               "gloo": [0.2e9, 0.6e9, 0.7e9]})  # fmt: skip
+    fig = allreduce.plot_bus_bandwidth(
+        sizes, {"your ring": [0.1e9, 0.5e9, 0.6e9], "gloo": [0.2e9, 0.6e9, 0.7e9]}
+    )
     assert_legible(Path(__file__).stem + "_busbw", lambda: fig)

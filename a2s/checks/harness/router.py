@@ -34,9 +34,14 @@ class _Router:
         self.wanted: list[tuple[int, int] | None] = [None] * p
         self.turn = -1
         self.run = RankRun(
-            [None] * p, world, [0] * p, [0] * p, [{} for _ in range(p)],
-            [{} for _ in range(p)], [[] for _ in range(p)],
-        )  # fmt: skip
+            [None] * p,
+            world,
+            [0] * p,
+            [0] * p,
+            [{} for _ in range(p)],
+            [{} for _ in range(p)],
+            [[] for _ in range(p)],
+        )
 
     # a rank's request: return ("reply", value) to answer now, or None to park it
     def handle(self, r: int, name: str, args: tuple) -> tuple[str, Any] | None:
@@ -127,8 +132,10 @@ class _Router:
         for q in alive:
             if self.state[q] == "recv":
                 src, tag = self.wanted[q]  # type: ignore[misc]
-                parts.append(f"rank {q} waits for a message from rank {src}"
-                             + (f" (tag {tag})" if tag else ""))  # fmt: skip
+                parts.append(
+                    f"rank {q} waits for a message from rank {src}"
+                    + (f" (tag {tag})" if tag else "")
+                )
             else:
                 parts.append(f"rank {q} waits at the barrier")
         done = [q for q in range(self.world.world_size) if self.state[q] == "done"]
@@ -197,17 +204,23 @@ def run_ranks(
             if not ready:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise _Stop(CheckFailure(
-                        f"the ranks did not finish within {timeout:g} s (stopped): an endless "
-                        f"loop on rank {router.turn}?"))  # fmt: skip
+                    raise _Stop(
+                        CheckFailure(
+                            f"the ranks did not finish within {timeout:g} s (stopped): an endless "
+                            f"loop on rank {router.turn}?"
+                        )
+                    )
                 live = [fd for fd, (q, ch, _) in chans.items() if not ch.eof]
                 for fd in select.select(live, [], [], min(left, 1.0))[0]:
                     chans[fd][1].fill()
                 for q, ch, _ in chans.values():
                     if ch.eof and not ch.frame_ready() and q not in finished:
-                        raise _Stop(CheckFailure(
-                            f"rank {q}'s process {_ended(_reap(children[q][0], False))} "
-                            "without answering (os._exit, a crash, or a signal)."))  # fmt: skip
+                        raise _Stop(
+                            CheckFailure(
+                                f"rank {q}'s process {_ended(_reap(children[q][0], False))} "
+                                "without answering (os._exit, a crash, or a signal)."
+                            )
+                        )
                 continue
             for fd in ready:
                 q, ch, _ = chans[fd]

@@ -94,8 +94,13 @@ def _bf16_out(student: Callable[..., object], words: np.ndarray, case: str) -> n
     got = call_pure(
         student, x, case=case, why="your function modified its input array; work on a copy."
     )
-    return array_out(got, case=case, shape=x.shape, dtype=np.uint16,
-                     dtype_hint="return the bit patterns as np.uint16.")  # fmt: skip
+    return array_out(
+        got,
+        case=case,
+        shape=x.shape,
+        dtype=np.uint16,
+        dtype_hint="return the bit patterns as np.uint16.",
+    )
 
 
 def _nans(got: np.ndarray, words: np.ndarray, case: str, not_nan: str) -> None:
@@ -106,9 +111,13 @@ def _nans(got: np.ndarray, words: np.ndarray, case: str, not_nan: str) -> None:
         is_nan = (got[i] & 0x7F80) == 0x7F80 and (got[i] & 0x007F) != 0
         raise CheckFailure(
             f"[{case}] NaN 0x{int(words[i]):08x} gave 0x{int(got[i]):04x}, "
-            + ("a signalling NaN (quiet bit 0x0040 clear); the text asks for a quiet one. "
-               if is_nan else not_nan) + _NAN
-        )  # fmt: skip
+            + (
+                "a signalling NaN (quiet bit 0x0040 clear); the text asks for a quiet one. "
+                if is_nan
+                else not_nan
+            )
+            + _NAN
+        )
 
 
 def _vs_torch(
@@ -125,8 +134,13 @@ def _vs_torch(
     tie = (words & 0xFFFF) == 0x8000
     keep = ~nan & tie
     _bits_mismatch(got[keep], want[keep], words[keep], ties_label, _TIES)
-    _bits_mismatch(got[~nan], want[~nan], words[~nan], vs,
-                   "Compare with torch.tensor(x).to(torch.bfloat16) on this input.")  # fmt: skip
+    _bits_mismatch(
+        got[~nan],
+        want[~nan],
+        words[~nan],
+        vs,
+        "Compare with torch.tensor(x).to(torch.bfloat16) on this input.",
+    )
     return int(tie.sum()), int(nan.sum())
 
 

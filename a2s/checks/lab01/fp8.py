@@ -164,16 +164,24 @@ _CAST_MISTAKES = (
 
 
 def _e4m3_out(student: Callable[..., object], x: np.ndarray, scale: float, case: str) -> np.ndarray:
-    return array_out(student(x, scale), case=case, shape=x.shape, dtype=np.uint8,
-                     dtype_hint="return np.uint8 codes.")  # fmt: skip
+    return array_out(
+        student(x, scale),
+        case=case,
+        shape=x.shape,
+        dtype=np.uint8,
+        dtype_hint="return np.uint8 codes.",
+    )
 
 
 def _one_value(student: Callable[..., object], cases: list[Case]) -> int:
     """Cases ``(x, scale)`` cast one value at a time: the code must be the expected one."""
 
     def read(got: object, case: str) -> int:
-        return int(array_out(got, case=case, shape=(1,), dtype=np.uint8,
-                             dtype_hint="return np.uint8 codes.")[0])  # fmt: skip
+        return int(
+            array_out(
+                got, case=case, shape=(1,), dtype=np.uint8, dtype_hint="return np.uint8 codes."
+            )[0]
+        )
 
     return run_cases(
         lambda value, scale: student(np.array([value], np.float32), scale),

@@ -21,8 +21,9 @@ def _sr_out(student: Callable[..., object], x: np.ndarray, seed: int, case: str)
     return array_out(got, case=case, shape=x.shape, dtype=np.float32, dtype_hint="return float32.")
 
 
-def _unbiased(student: Callable[..., object], value: float, p: float, n: int, seed: int,
-              case: str) -> None:  # fmt: skip
+def _unbiased(
+    student: Callable[..., object], value: float, p: float, n: int, seed: int, case: str
+) -> None:
     """n draws at ``value``: each a BF16 neighbour, rounded up with probability p (6 sigma)."""
     x = np.full(n, value, np.float32)
     got = _sr_out(student, x, seed, case)
@@ -68,8 +69,14 @@ def check_stochastic_round(stochastic_round_bf16: Callable[..., object]) -> str:
     low, sign = int(new.integers(1 << 12, 15 << 12)), float(new.choice([-1.0, 1.0]))
     high = int(new.integers(0x3000, 0x4F00)) << 16  # exponents around 1: 2^-31 .. 2^31
     value = sign * float(np.array([high | low], np.uint32).view(np.float32)[0])
-    _unbiased(stochastic_round_bf16, value, low / 65536, 50_000, int(new.integers(1 << 30)),
-              fresh(f"x = {value!r}"))  # fmt: skip
+    _unbiased(
+        stochastic_round_bf16,
+        value,
+        low / 65536,
+        50_000,
+        int(new.integers(1 << 30)),
+        fresh(f"x = {value!r}"),
+    )
     samples += 50_000
     y = np.linspace(-3, 3, 1000, dtype=np.float32)
     a, b = (_sr_out(stochastic_round_bf16, y, s, "seeded") for s in (7, 7))

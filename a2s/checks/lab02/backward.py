@@ -24,14 +24,27 @@ BLOCKS = (f"{_S}.backward", f"{_S}.topo_order", "minitorch.autograd.engine:backw
 
 _NAMED = {  # (program, what it catches)
     "y = x * x (x used twice by one node)": [("input", 1.5), ("mul", 0, 0)],
-    "diamond: y = (x * w) * tanh(x)": [("input", 0.7), ("input", -1.2), ("mul", 0, 1),
-                                       ("tanh", 0), ("mul", 2, 3)],
+    "diamond: y = (x * w) * tanh(x)": [
+        ("input", 0.7),
+        ("input", -1.2),
+        ("mul", 0, 1),
+        ("tanh", 0),
+        ("mul", 2, 3),
+    ],
     "chain: y = tanh(tanh(3 x))": [("input", 0.4), ("scale", 0, 3.0), ("tanh", 1), ("tanh", 2)],
-    "a neuron: tanh(w1 x1 + w2 x2 + b)": [("input", 2.0), ("input", -3.0), ("input", 0.0),
-                                          ("input", 1.0), ("input", 6.88), ("mul", 0, 2),
-                                          ("mul", 1, 3), ("add", 5, 6), ("add", 7, 4),
-                                          ("tanh", 8)],
-}  # fmt: skip
+    "a neuron: tanh(w1 x1 + w2 x2 + b)": [
+        ("input", 2.0),
+        ("input", -3.0),
+        ("input", 0.0),
+        ("input", 1.0),
+        ("input", 6.88),
+        ("mul", 0, 2),
+        ("mul", 1, 3),
+        ("add", 5, 6),
+        ("add", 7, 4),
+        ("tanh", 8),
+    ],
+}
 
 
 def _forward_order(root: Value, order: list[Value]) -> None:
@@ -56,12 +69,18 @@ def _no_chain(root: Value, order: list[Value]) -> None:
 
 
 _WRONG = (  # known mistakes, run on a twin graph to name the one the student made
-    (_forward_order, "You walked the order parents-first: walk it *reversed* (root first), so "
-     "a node's gradient is complete before you pass it on to its parents."),
-    (_assign, "A node used twice gets two contributions: accumulate with p.grad += ..., never "
-     "p.grad = ... (the multivariable chain rule sums over paths)."),
+    (
+        _forward_order,
+        "You walked the order parents-first: walk it *reversed* (root first), so "
+        "a node's gradient is complete before you pass it on to its parents.",
+    ),
+    (
+        _assign,
+        "A node used twice gets two contributions: accumulate with p.grad += ..., never "
+        "p.grad = ... (the multivariable chain rule sums over paths).",
+    ),
     (_no_chain, "Each parent gets local_grad * v.grad (the chain rule), not the local grad alone."),
-)  # fmt: skip
+)
 
 
 def _kept_one_path(prog: list, got: list[float]) -> bool:

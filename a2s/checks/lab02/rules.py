@@ -41,31 +41,74 @@ _BLOCKS = (
 )
 
 # rule name -> (number of inputs, torch forward, input sampler, [known mistakes])
-# fmt: off
 _RULES: dict[str, tuple[Any, ...]] = {
-    "mul": (2, lambda a, b: a * b, lambda g, n: g.uniform(-3, 3, (n, 2)), [
-        Mistake("d(ab)/da = b and d(ab)/db = a: the factors are swapped.",
-                answer=lambda a, b: (a, b))]),
-    "div": (2, lambda a, b: a / b, lambda g, n: np.stack(
-        [g.uniform(-3, 3, n), g.choice([-1, 1], n) * g.uniform(0.3, 3, n)], 1), [
-        Mistake("d(a/b)/db = -a/b^2: the sign is missing.", answer=lambda a, b: (1 / b, a / b**2)),
-        Mistake("d(a/b)/db = -a/b^2: the factor a is missing.",
-                answer=lambda a, b: (1 / b, -1 / b**2))]),
-    "tanh": (1, torch.tanh, lambda g, n: g.uniform(-4, 4, (n, 1)), [
-        Mistake("tanh'(x) = 1 - tanh(x)^2, not 1 - tanh(x).", answer=lambda x: (1 - math.tanh(x),)),
-        Mistake("tanh'(x) = 1 - tanh(x)^2: square the *output* t, not x.",
-                answer=lambda x: (1 - x * x,))]),
-    "sigmoid": (1, torch.sigmoid, lambda g, n: g.uniform(-8, 8, (n, 1)), [
-        Mistake("sigmoid' = s (1 - s), not s.", answer=lambda x: (1 / (1 + math.exp(-x)),)),
-        Mistake("sigmoid' = s (1 - s) with s the *output*, not x.",
-                answer=lambda x: (x * (1 - x),))]),
-    "pow": (1, None, lambda g, n: g.uniform(0.2, 3, (n, 1)), [  # the exponent k is a constant
-        Mistake("d/dx x^k = k x^(k-1): the factor k is missing.",
-                answer=lambda x, k: (x ** (k - 1),)),
-        Mistake("d/dx x^k = k x^(k-1): the exponent drops by one.",
-                answer=lambda x, k: (k * x**k,))]),
+    "mul": (
+        2,
+        lambda a, b: a * b,
+        lambda g, n: g.uniform(-3, 3, (n, 2)),
+        [
+            Mistake(
+                "d(ab)/da = b and d(ab)/db = a: the factors are swapped.",
+                answer=lambda a, b: (a, b),
+            )
+        ],
+    ),
+    "div": (
+        2,
+        lambda a, b: a / b,
+        lambda g, n: np.stack(
+            [g.uniform(-3, 3, n), g.choice([-1, 1], n) * g.uniform(0.3, 3, n)], 1
+        ),
+        [
+            Mistake(
+                "d(a/b)/db = -a/b^2: the sign is missing.", answer=lambda a, b: (1 / b, a / b**2)
+            ),
+            Mistake(
+                "d(a/b)/db = -a/b^2: the factor a is missing.",
+                answer=lambda a, b: (1 / b, -1 / b**2),
+            ),
+        ],
+    ),
+    "tanh": (
+        1,
+        torch.tanh,
+        lambda g, n: g.uniform(-4, 4, (n, 1)),
+        [
+            Mistake(
+                "tanh'(x) = 1 - tanh(x)^2, not 1 - tanh(x).", answer=lambda x: (1 - math.tanh(x),)
+            ),
+            Mistake(
+                "tanh'(x) = 1 - tanh(x)^2: square the *output* t, not x.",
+                answer=lambda x: (1 - x * x,),
+            ),
+        ],
+    ),
+    "sigmoid": (
+        1,
+        torch.sigmoid,
+        lambda g, n: g.uniform(-8, 8, (n, 1)),
+        [
+            Mistake("sigmoid' = s (1 - s), not s.", answer=lambda x: (1 / (1 + math.exp(-x)),)),
+            Mistake(
+                "sigmoid' = s (1 - s) with s the *output*, not x.", answer=lambda x: (x * (1 - x),)
+            ),
+        ],
+    ),
+    "pow": (
+        1,
+        None,
+        lambda g, n: g.uniform(0.2, 3, (n, 1)),
+        [  # the exponent k is a constant
+            Mistake(
+                "d/dx x^k = k x^(k-1): the factor k is missing.",
+                answer=lambda x, k: (x ** (k - 1),),
+            ),
+            Mistake(
+                "d/dx x^k = k x^(k-1): the exponent drops by one.", answer=lambda x, k: (k * x**k,)
+            ),
+        ],
+    ),
 }
-# fmt: on
 _EXPONENTS = (2.0, 3.0, 0.5, -1.0, -2.0, 1.5)
 _NAMED: dict[str, list[tuple[float, ...]]] = {
     "mul": [(2.0, -3.0)],
@@ -133,11 +176,19 @@ def _check_rule(student: Callable[..., Any], name: str, k: int) -> int:
         case = fresh(f"{name}_rule{args}") if is_fresh else f"{name}_rule{args}"
         value, grads = _unpack(_call(student, args, case), n_in, case)
         want_v, want_g = _torch_rule(name, args)
-        assert_close(value, want_v, case=case, rtol=1e-9, atol=1e-12, what="value",
-                     hint="The value is the op's ordinary result.")  # fmt: skip
+        assert_close(
+            value,
+            want_v,
+            case=case,
+            rtol=1e-9,
+            atol=1e-12,
+            what="value",
+            hint="The value is the op's ordinary result.",
+        )
         hint = next((m.message for m in mistakes if m.matches(grads, args, _close)), _PAPER)
-        assert_close(np.array(grads), want_g, case=case, rtol=1e-9, atol=1e-12,
-                     what="local grads", hint=hint)  # fmt: skip
+        assert_close(
+            np.array(grads), want_g, case=case, rtol=1e-9, atol=1e-12, what="local grads", hint=hint
+        )
     return len(points)
 
 

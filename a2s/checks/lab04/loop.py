@@ -138,8 +138,17 @@ def _accuracy(model: Module, x: np.ndarray, y: np.ndarray) -> float:
     return float((logits.argmax(1) == y).mean())
 
 
-def _run(fit: Callable[..., Any], x: np.ndarray, y: np.ndarray, model: Module, *, epochs: int,
-         batch: int, seed: int, train: bool = True) -> tuple[_Spy, Any]:  # fmt: skip
+def _run(
+    fit: Callable[..., Any],
+    x: np.ndarray,
+    y: np.ndarray,
+    model: Module,
+    *,
+    epochs: int,
+    batch: int,
+    seed: int,
+    train: bool = True,
+) -> tuple[_Spy, Any]:
     """Run the student's loop with a spy step_fn on (x, y); return the spy and fit's result."""
     spy = _Spy({row.tobytes(): i for i, row in enumerate(x)}, train)
     opt = AdamW(model.parameters(), lr=_INITIAL_LR)  # trains nothing unless lr_fn sets the lr
@@ -210,8 +219,9 @@ def check_fit(fit: Callable[..., Any]) -> str:
     )
     with fresh_run(f"{n} samples, batches of {batch}, {epochs} epochs, seed {seed}"):
         xf, yf = _ids(n)
-        spy_f, losses_f = _run(fit, xf, yf, MLP([1, 3]), epochs=epochs, batch=batch, seed=seed,
-                               train=False)  # fmt: skip
+        spy_f, losses_f = _run(
+            fit, xf, yf, MLP([1, 3]), epochs=epochs, batch=batch, seed=seed, train=False
+        )
         _check_run(spy_f, losses_f, yf, epochs, batch)
     acc = _accuracy(model, x_test, y_test)
     assert_true(

@@ -81,8 +81,15 @@ def _measure(student: Callable[..., Any], n: int, g: np.random.Generator | None 
     out = plain(call(student, list(layers), x), what="the output", case=case)
     assert_true(isinstance(out, Tensor), f"[{case}] return the output Tensor, got {type(out)}.")
     got = plain(out.data, what="the output", case=case)
-    assert_close(got, want_out, case=case, what="output", rtol=1e-12, atol=1e-12,
-                 hint="Run every layer exactly once, in order.")  # fmt: skip
+    assert_close(
+        got,
+        want_out,
+        case=case,
+        what="output",
+        rtol=1e-12,
+        atol=1e-12,
+        hint="Run every layer exactly once, in order.",
+    )
     peak = backward_peak_bytes((out * out).sum())
     for i, (w, gw) in enumerate(zip(ws, want_gw, strict=True)):
         assert_true(w.grad is not None, f"[{case}] layer {i}'s weight got no gradient.")

@@ -99,13 +99,16 @@ def _schedule(
 
     return run_cases(
         lambda s: lr_at(s, base_lr=base, warmup_steps=warmup, total_steps=total, min_lr=min_lr),
-        [Case(mark(label.format(s)), (s,), want[s] if s < len(want) else
-              _closed_form(s, *sched)) for s in range(total + 6)],
+        [
+            Case(mark(label.format(s)), (s,), want[s] if s < len(want) else _closed_form(s, *sched))
+            for s in range(total + 6)
+        ],
         read=read,
         same=lambda got, truth: abs(got - truth) <= 1e-9 * max(abs(truth), 1e-12) + 1e-15,
         message=lambda c, got, truth, _: (
-            f"[{c.label}] lr {got!r}, expected {truth!r}. " + _hint(c.args[0], got, *sched)),
-    )  # fmt: skip
+            f"[{c.label}] lr {got!r}, expected {truth!r}. " + _hint(c.args[0], got, *sched)
+        ),
+    )
 
 
 @grader(

@@ -159,19 +159,32 @@ def _cases(g: Any, k: int) -> list[tuple[str, tuple[Any, ...]]]:
 
 
 _TEACHING = [
-    ("gemv", (4, 3, 4)), ("gemv", (1, 1, 2)), ("softmax", (2, 5, 4)), ("softmax", (1, 1, 1)),
-    ("layernorm", (3, 4, 4)), ("layernorm", (1, 1, 2)), ("attention", (4, 2, 4, False)),
-    ("attention", (4, 2, 4, True)), ("attention", (1, 1, 2, False)),
-]  # fmt: skip
+    ("gemv", (4, 3, 4)),
+    ("gemv", (1, 1, 2)),
+    ("softmax", (2, 5, 4)),
+    ("softmax", (1, 1, 1)),
+    ("layernorm", (3, 4, 4)),
+    ("layernorm", (1, 1, 2)),
+    ("attention", (4, 2, 4, False)),
+    ("attention", (4, 2, 4, True)),
+    ("attention", (1, 1, 2, False)),
+]
 _TRUTH: dict[str, Callable[..., tuple[int, int]]] = {
-    "gemv": _gemv, "softmax": _softmax, "layernorm": _layernorm, "attention": _attention,
-}  # fmt: skip
+    "gemv": _gemv,
+    "softmax": _softmax,
+    "layernorm": _layernorm,
+    "attention": _attention,
+}
 
 
 @grader("05.1", blocks=(*BLOCKS, *TRUTH_BLOCKS))
 def check_op_costs(gemv_cost, softmax_cost, layernorm_cost, attention_cost) -> str:
-    students = {"gemv": gemv_cost, "softmax": softmax_cost, "layernorm": layernorm_cost,
-                "attention": attention_cost}  # fmt: skip
+    students = {
+        "gemv": gemv_cost,
+        "softmax": softmax_cost,
+        "layernorm": layernorm_cost,
+        "attention": attention_cost,
+    }
     labelled = [(op, a, f"{op}{a}") for op, a in _TEACHING + _cases(rng(5), 3)]
     labelled += [(op, a, fresh(f"{op}{a}")) for op, a in _cases(fresh_rng("05.1"), 2)]
     for op, args, label in labelled:

@@ -50,13 +50,19 @@ def _wrong_side(got: Any, i: float, p: float, b: float) -> bool:
 
 _ROOF_MISTAKES = (
     Mistake(" The roof is the *lower* of the two limits: min, not max.", when=_used_max),
-    Mistake(" Bandwidth is bytes/s and intensity FLOP/byte: their product is FLOP/s (multiply).",
-            when=_divided),
-    Mistake(" Left of the ridge point (I < peak / bandwidth) the slanted, memory roof binds.",
-            when=_wrong_side),
-    Mistake(" Return the side as the string 'memory' or 'compute'.",
-            when=lambda got, i, p, b: got[1] not in ("memory", "compute")),
-)  # fmt: skip
+    Mistake(
+        " Bandwidth is bytes/s and intensity FLOP/byte: their product is FLOP/s (multiply).",
+        when=_divided,
+    ),
+    Mistake(
+        " Left of the ridge point (I < peak / bandwidth) the slanted, memory roof binds.",
+        when=_wrong_side,
+    ),
+    Mistake(
+        " Return the side as the string 'memory' or 'compute'.",
+        when=lambda got, i, p, b: got[1] not in ("memory", "compute"),
+    ),
+)
 
 
 def _near(a: Any, b: float) -> bool:
@@ -116,16 +122,22 @@ PREDICT_OPS: dict[str, tuple[int, int]] = {
     "layernorm 4096x1024": (8 * 4096 * 1024 + 5 * 4096, 4 * (2 * 4096 * 1024 + 2 * 1024)),
     "attention n=2048 d=64, fused": (4 * 2048**2 * 64 + 5 * 2048**2, 4 * 4 * 2048 * 64),
     "attention n=2048 d=64, materialised": (
-        4 * 2048**2 * 64 + 5 * 2048**2, 4 * (4 * 2048 * 64 + 4 * 2048**2)),
-}  # fmt: skip
+        4 * 2048**2 * 64 + 5 * 2048**2,
+        4 * (4 * 2048 * 64 + 4 * 2048**2),
+    ),
+}
 
 _TIME_MISTAKES = (
-    Mistake(" That is compute time plus memory time: the roofline assumes the two overlap, "
-            "so the slower one alone sets the time (max).",
-            answer=lambda f, b, p, w: f / p + b / w),
-    Mistake(" The faster of the two cannot finish first: take the max of the two times.",
-            answer=lambda f, b, p, w: min(f / p, b / w)),
-)  # fmt: skip
+    Mistake(
+        " That is compute time plus memory time: the roofline assumes the two overlap, "
+        "so the slower one alone sets the time (max).",
+        answer=lambda f, b, p, w: f / p + b / w,
+    ),
+    Mistake(
+        " The faster of the two cannot finish first: take the max of the two times.",
+        answer=lambda f, b, p, w: min(f / p, b / w),
+    ),
+)
 
 
 def _seconds(f: float, b: float, p: float, w: float) -> float:
@@ -140,8 +152,10 @@ def check_prediction(predicted_seconds, my_bounds, *, peak: float, bandwidth: fl
         (f"{f:.3g} FLOP, {b:.3g} B", (f, b, 1e11, 4e10))
         for f, b in (10 ** g.uniform(3, 12, size=2) for _ in range(4))
     ]
-    drawn += [(fresh(f"{f:.3g} FLOP, {b:.3g} B"), (f, b, 5e12, 2e12))
-              for f, b in (10 ** new.uniform(3, 12, size=2) for _ in range(3))]  # fmt: skip
+    drawn += [
+        (fresh(f"{f:.3g} FLOP, {b:.3g} B"), (f, b, 5e12, 2e12))
+        for f, b in (10 ** new.uniform(3, 12, size=2) for _ in range(3))
+    ]
     cases = [Case(label, args, _seconds, _TIME_MISTAKES) for label, args in named + drawn]
     run_cases(
         predicted_seconds,

@@ -34,21 +34,32 @@ def _near(a: Any, b: float, tol: float = 1e-9) -> bool:
 
 
 _AMDAHL_MISTAKES = (
-    Mistake(" That is the time fraction left, T(p)/T(1); the speedup is its inverse.",
-            answer=lambda f, p: f + (1 - f) / p),
-    Mistake(" f is the *serial* fraction: it is the part that does not divide by p.",
-            answer=lambda f, p: 1 / ((1 - f) + f / p)),
-    Mistake(" That is Gustafson's scaled speedup; Amdahl keeps the problem size fixed.",
-            answer=_gustafson),
-)  # fmt: skip
+    Mistake(
+        " That is the time fraction left, T(p)/T(1); the speedup is its inverse.",
+        answer=lambda f, p: f + (1 - f) / p,
+    ),
+    Mistake(
+        " f is the *serial* fraction: it is the part that does not divide by p.",
+        answer=lambda f, p: 1 / ((1 - f) + f / p),
+    ),
+    Mistake(
+        " That is Gustafson's scaled speedup; Amdahl keeps the problem size fixed.",
+        answer=_gustafson,
+    ),
+)
 _GUSTAFSON_MISTAKES = (
-    Mistake(" The serial part still counts once in the scaled work: f + p (1 - f).",
-            answer=lambda f, p: p * (1 - f)),
-    Mistake(" That is Amdahl's fixed-size speedup; Gustafson grows the problem with p.",
-            answer=_amdahl),
-    Mistake(" f is the *serial* fraction: the parallel part (1 - f) is what grows with p.",
-            answer=lambda f, p: (1 - f) + p * f),
-)  # fmt: skip
+    Mistake(
+        " The serial part still counts once in the scaled work: f + p (1 - f).",
+        answer=lambda f, p: p * (1 - f),
+    ),
+    Mistake(
+        " That is Amdahl's fixed-size speedup; Gustafson grows the problem with p.", answer=_amdahl
+    ),
+    Mistake(
+        " f is the *serial* fraction: the parallel part (1 - f) is what grows with p.",
+        answer=lambda f, p: (1 - f) + p * f,
+    ),
+)
 
 _NAMED = [(0.0, 8.0), (1.0, 8.0), (0.1, 1.0), (0.05, 16.0), (0.25, 4.0), (0.01, 1024.0)]
 
@@ -134,19 +145,34 @@ def _over_measured_t1(p: list[float], t: list[float]) -> float:
 
 
 _FIT_MISTAKES = (
-    Mistake(" That is the parallel fraction; f is the serial part, a / (a + b).",
-            answer=lambda p, t: 1 - _least_squares(p, t)),
-    Mistake(" Use every measurement (least squares over all p), not only the first and last.",
-            answer=lambda p, t: _least_squares([p[0], p[-1]], [t[0], t[-1]])),
-    Mistake(" The intercept a is f x T(1) in seconds: divide by T(1) = a + b to get a fraction.",
-            answer=lambda p, t: _least_squares(p, t) * (t[0] if p[0] == 1 else 1)),
-    Mistake(" Every measurement counts: repeats at the same p are separate points of the fit, "
-            "not one time kept per p.", answer=_last_repeat),
-    Mistake(" Fit the repeats themselves: averaging them first weighs a p measured once like "
-            "one measured three times.", answer=_mean_repeats),
-    Mistake(" Divide a by the fitted a + b, not by the measured T(1): the fit averages out "
-            "the noise of that one run.", answer=_over_measured_t1),
-)  # fmt: skip
+    Mistake(
+        " That is the parallel fraction; f is the serial part, a / (a + b).",
+        answer=lambda p, t: 1 - _least_squares(p, t),
+    ),
+    Mistake(
+        " Use every measurement (least squares over all p), not only the first and last.",
+        answer=lambda p, t: _least_squares([p[0], p[-1]], [t[0], t[-1]]),
+    ),
+    Mistake(
+        " The intercept a is f x T(1) in seconds: divide by T(1) = a + b to get a fraction.",
+        answer=lambda p, t: _least_squares(p, t) * (t[0] if p[0] == 1 else 1),
+    ),
+    Mistake(
+        " Every measurement counts: repeats at the same p are separate points of the fit, "
+        "not one time kept per p.",
+        answer=_last_repeat,
+    ),
+    Mistake(
+        " Fit the repeats themselves: averaging them first weighs a p measured once like "
+        "one measured three times.",
+        answer=_mean_repeats,
+    ),
+    Mistake(
+        " Divide a by the fitted a + b, not by the measured T(1): the fit averages out "
+        "the noise of that one run.",
+        answer=_over_measured_t1,
+    ),
+)
 
 
 _FIT_TRUTH = tuple(
@@ -160,11 +186,19 @@ def check_serial_fraction(fit_serial_fraction) -> str:
     cases = [
         Case("exact, f=0.25, T1=4 s", ([1.0, 2.0, 4.0], [4.0, 2.5, 1.75]), 0.25, _FIT_MISTAKES),
         Case("exact, no serial part", ([1.0, 2.0, 8.0], [3.0, 1.5, 0.375]), 0.0, _FIT_MISTAKES),
-        Case("2 cores, noisy", ([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]),
-             _least_squares([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]), _FIT_MISTAKES),
-        Case("unequal repeats", ([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]),
-             _least_squares([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]), _FIT_MISTAKES),
-    ]  # fmt: skip
+        Case(
+            "2 cores, noisy",
+            ([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]),
+            _least_squares([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]),
+            _FIT_MISTAKES,
+        ),
+        Case(
+            "unequal repeats",
+            ([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]),
+            _least_squares([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]),
+            _FIT_MISTAKES,
+        ),
+    ]
     g = rng(55)
     for k in range(5):
         p, t, f = _times(g, 0.0 if k < 2 else 0.02)

@@ -62,9 +62,27 @@ class OutsideKernel(CheckFailure):
 
 
 _ARITHMETIC = frozenset(
-    {"dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron", "sum", "prod", "cumsum",
-     "cumprod", "mean", "average", "trace", "convolve", "correlate", "multi_dot", "matmul"}
-)  # fmt: skip
+    {
+        "dot",
+        "vdot",
+        "inner",
+        "outer",
+        "tensordot",
+        "einsum",
+        "kron",
+        "sum",
+        "prod",
+        "cumsum",
+        "cumprod",
+        "mean",
+        "average",
+        "trace",
+        "convolve",
+        "correlate",
+        "multi_dot",
+        "matmul",
+    }
+)
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
 
 

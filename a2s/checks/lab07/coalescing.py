@@ -28,18 +28,29 @@ def _loop_segments(stride: int, itemsize: int, segment: int) -> int:
 
 
 _PREDICT_MISTAKES = (
-    Mistake("Segments are counted whole: use integer division (//), not /.",
-            when=lambda got, s, b, seg: isinstance(got, float) and not float(got).is_integer()),
-    Mistake("A warp has 32 lanes, so it touches at most 32 segments, however far apart.",
-            when=lambda got, s, b, seg: got > 32),
-    Mistake("Stride 0: every lane reads the same address, one segment (a broadcast).",
-            when=lambda got, s, b, seg: s == 0 and got != 1),
-    Mistake("Count segments, not bytes over the segment size rounded down: a partly used "
-            "segment is still moved whole.", answer=lambda s, b, seg: 32 * s * b // seg),
-    Mistake("The warp spans 31 strides plus one element, from address 0: the last lane's "
-            "segment is (31 * stride * itemsize) // segment.",
-            answer=lambda s, b, seg: -(-32 * s * b // seg)),
-)  # fmt: skip
+    Mistake(
+        "Segments are counted whole: use integer division (//), not /.",
+        when=lambda got, s, b, seg: isinstance(got, float) and not float(got).is_integer(),
+    ),
+    Mistake(
+        "A warp has 32 lanes, so it touches at most 32 segments, however far apart.",
+        when=lambda got, s, b, seg: got > 32,
+    ),
+    Mistake(
+        "Stride 0: every lane reads the same address, one segment (a broadcast).",
+        when=lambda got, s, b, seg: s == 0 and got != 1,
+    ),
+    Mistake(
+        "Count segments, not bytes over the segment size rounded down: a partly used "
+        "segment is still moved whole.",
+        answer=lambda s, b, seg: 32 * s * b // seg,
+    ),
+    Mistake(
+        "The warp spans 31 strides plus one element, from address 0: the last lane's "
+        "segment is (31 * stride * itemsize) // segment.",
+        answer=lambda s, b, seg: -(-32 * s * b // seg),
+    ),
+)
 
 
 @grader(
@@ -52,10 +63,28 @@ _PREDICT_MISTAKES = (
 )
 def check_warp_transactions(student: Callable[..., object]) -> str:
     """Exercise 07.1: segments one warp touches reading at a stride (closed form)."""
-    named = [(1, 4, 32), (2, 4, 32), (0, 4, 32), (8, 4, 32), (33, 4, 32), (1, 4, 128),
-             (3, 4, 32), (4, 8, 32), (1, 2, 32), (5, 4, 128), (64, 4, 128)]  # fmt: skip
-    cases = [Case(f"stride {s}, {b}-byte items, {g}-byte segments", (s, b, g),
-                  _loop_segments, _PREDICT_MISTAKES) for s, b, g in named]  # fmt: skip
+    named = [
+        (1, 4, 32),
+        (2, 4, 32),
+        (0, 4, 32),
+        (8, 4, 32),
+        (33, 4, 32),
+        (1, 4, 128),
+        (3, 4, 32),
+        (4, 8, 32),
+        (1, 2, 32),
+        (5, 4, 128),
+        (64, 4, 128),
+    ]
+    cases = [
+        Case(
+            f"stride {s}, {b}-byte items, {g}-byte segments",
+            (s, b, g),
+            _loop_segments,
+            _PREDICT_MISTAKES,
+        )
+        for s, b, g in named
+    ]
     gen, new = rng(701), fresh_rng("07.1")
     for src, count, mark in ((gen, 40, str), (new, 10, fresh)):
         for _ in range(count):
@@ -64,13 +93,22 @@ def check_warp_transactions(student: Callable[..., object]) -> str:
                 int(src.choice([1, 2, 4, 8])),
                 int(src.choice([32, 128])),
             )
-            cases.append(Case(mark(f"stride {s}, {b}-byte items, {g}-byte segments"),
-                              (s, b, g), _loop_segments, _PREDICT_MISTAKES))  # fmt: skip
+            cases.append(
+                Case(
+                    mark(f"stride {s}, {b}-byte items, {g}-byte segments"),
+                    (s, b, g),
+                    _loop_segments,
+                    _PREDICT_MISTAKES,
+                )
+            )
     n = run_cases(
-        student, cases, what="segments",
-        message=lambda c, got, want, hint: f"[{c.label}] predicted {got!r}, a warp touches "
-        f"{want}. {hint}",
-    )  # fmt: skip
+        student,
+        cases,
+        what="segments",
+        message=lambda c, got, want, hint: (
+            f"[{c.label}] predicted {got!r}, a warp touches {want}. {hint}"
+        ),
+    )
     _, lines = line_events(student, 33, 4, 32)
     assert_true(
         lines < 32,

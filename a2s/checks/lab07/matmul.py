@@ -76,8 +76,15 @@ def check_matmul_tiled(kernel: Callable[..., object]) -> str:
             kernel, (n // TILE, m // TILE), (TILE, TILE), (da, db, dc, m, n, k), case
         )
         want = a.astype(np.float64) @ b.astype(np.float64)
-        assert_close(dc.to_numpy(), want, case=case, rtol=1e-4, atol=1e-4 * np.sqrt(k),
-                     what="c", hint="c[i, j] = sum over p of a[i, p] * b[p, j].")  # fmt: skip
+        assert_close(
+            dc.to_numpy(),
+            want,
+            case=case,
+            rtol=1e-4,
+            atol=1e-4 * np.sqrt(k),
+            what="c",
+            hint="c[i, j] = sum over p of a[i, p] * b[p, j].",
+        )
         for arr, name, stored in ((da, "a", False), (db, "b", False), (dc, "c", True)):
             touched_all(arr, stored=stored, name=name, case=case)
         ld, st = matmul_budget(m, n, k)

@@ -161,9 +161,12 @@ def check_dispatch_combine(dispatch: Callable[..., object], combine: Callable[..
             "and a token's k rows add up."
         )
         close(
-            back, x * keep.sum(axis=1, keepdims=True), case=case, what="combine(dispatch(x))",
+            back,
+            x * keep.sum(axis=1, keepdims=True),
+            case=case,
+            what="combine(dispatch(x))",
             hint=hint,
-        )  # fmt: skip
+        )
         y_e = np.random.default_rng(seed + 2).standard_normal((m, d))
         want = np.zeros((n, d))
         for r, fid in enumerate(want_order):

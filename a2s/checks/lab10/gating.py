@@ -44,8 +44,9 @@ _BLOCKS = (
 )
 
 
-def assert_ints_equal(actual: object, expected: object, *, case: str, what: str,
-                      hint: str = "") -> None:  # fmt: skip
+def assert_ints_equal(
+    actual: object, expected: object, *, case: str, what: str, hint: str = ""
+) -> None:
     """Exact equality of integer (or boolean) arrays, the first wrong row shown in decimal
     (expert ids, slots and orders are counts, not bit patterns)."""
     a, e = np.asarray(actual), np.asarray(expected)

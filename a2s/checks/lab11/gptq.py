@@ -25,8 +25,7 @@ _BLOCKS = (
     tuple(f"minitorch.model.quant_gptq:{n}" for n in ("gptq", "quantize_on"))
     + tuple(f"minitorch.model.quant:{n}" for n in ("rtn",))
     + tuple(
-        f"a2s.checks.lab11._truth:{n}"
-        for n in ("quantize_loop", "dequant", "rtn", "rel_error")
+        f"a2s.checks.lab11._truth:{n}" for n in ("quantize_loop", "dequant", "rtn", "rel_error")
     )
 )  # the lab's own ground truth
 _FEEDBACK = (

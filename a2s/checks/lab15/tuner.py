@@ -89,11 +89,17 @@ def _measure(c: object) -> float:
     return float(request("measure", _key(c)))
 
 
-def _apart(tune: Callable[..., object], space: list[Config], model: dict[Config, float],
-           budget: int, case: str) -> object:  # fmt: skip
+def _apart(
+    tune: Callable[..., object],
+    space: list[Config],
+    model: dict[Config, float],
+    budget: int,
+    case: str,
+) -> object:
     """In the learner's process: run ``tune``; its answer as a plain tuple."""
-    got = plain(tune(list(space), _measure, dict(model).__getitem__, budget), what="config",
-                case=case)  # fmt: skip
+    got = plain(
+        tune(list(space), _measure, dict(model).__getitem__, budget), what="config", case=case
+    )
     if type(got) is not Config:
         return repr(got)[:80]
     return _key(got)

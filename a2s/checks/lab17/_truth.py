@@ -182,15 +182,34 @@ def _live_after(trace: Trace) -> bool:
 
 def _traces(g: Any) -> list[tuple[str, Trace]]:
     out: list[tuple[str, Trace]] = [
-        ("one size, five times", [e for i in range(5) for e in (("alloc", i, 4000), ("free", i, 4000))]),  # noqa: E501
-        ("both pools", [("alloc", 1, 100), ("alloc", 2, 2 * MIB), ("alloc", 3, 700_000),
-                        ("free", 1, 100), ("free", 2, 2 * MIB), ("free", 3, 700_000),
-                        ("alloc", 4, 3 * MIB), ("alloc", 5, 12 * MIB)]),
-        ("freed neighbours serve a bigger request", [("alloc", i, 512 * KIB) for i in range(4)]
-         + [("free", i, 512 * KIB) for i in (1, 0, 3, 2)] + [("alloc", 9, MIB)]),
-        ("a live block behind a free one", [("alloc", 1, 100), ("alloc", 2, 100),
-                                            ("free", 1, 100)]),
-    ]  # fmt: skip
+        (
+            "one size, five times",
+            [e for i in range(5) for e in (("alloc", i, 4000), ("free", i, 4000))],
+        ),
+        (
+            "both pools",
+            [
+                ("alloc", 1, 100),
+                ("alloc", 2, 2 * MIB),
+                ("alloc", 3, 700_000),
+                ("free", 1, 100),
+                ("free", 2, 2 * MIB),
+                ("free", 3, 700_000),
+                ("alloc", 4, 3 * MIB),
+                ("alloc", 5, 12 * MIB),
+            ],
+        ),
+        (
+            "freed neighbours serve a bigger request",
+            [("alloc", i, 512 * KIB) for i in range(4)]
+            + [("free", i, 512 * KIB) for i in (1, 0, 3, 2)]
+            + [("alloc", 9, MIB)],
+        ),
+        (
+            "a live block behind a free one",
+            [("alloc", 1, 100), ("alloc", 2, 100), ("free", 1, 100)],
+        ),
+    ]
     trace: Trace = []
     live: list[tuple[int, int]] = []
     for i in range(300):
@@ -198,8 +217,16 @@ def _traces(g: Any) -> list[tuple[str, Trace]]:
             ident, n = live.pop(int(g.integers(0, len(live))))
             trace.append(("free", ident, n))
         else:
-            n = int(g.choice([g.integers(1, 64 * KIB), g.integers(64 * KIB, 2 * MIB),
-                              g.integers(2 * MIB, 24 * MIB)], p=[0.6, 0.3, 0.1]))  # fmt: skip
+            n = int(
+                g.choice(
+                    [
+                        g.integers(1, 64 * KIB),
+                        g.integers(64 * KIB, 2 * MIB),
+                        g.integers(2 * MIB, 24 * MIB),
+                    ],
+                    p=[0.6, 0.3, 0.1],
+                )
+            )
             trace.append(("alloc", i, n))
             live.append((i, n))
     out.append((fresh("300 random events"), trace))

@@ -23,6 +23,7 @@ from minitorch.runtime.allocator import Block
 __all__ = ["check_alloc_block", "check_free_block"]
 
 _REF = "minitorch.runtime.allocator"
+_Run = Callable[[list[Row], str], object]
 BLOCKS = (
     *(f"{_REF}:{n}" for n in ("alloc_block", "free_block", "malloc", "free")),
     "a2s.checks.lab17._truth:plain_alloc",
@@ -65,8 +66,7 @@ def _read(pool: Any, label: str) -> list[Row]:
     return plain(pool_rows(pool), what="pool", case=label)
 
 
-def _name(rows: list[Row], got: list[Row], run: Callable[[list[Row], str], object],
-          hints: dict[str, str]) -> str:  # fmt: skip
+def _name(rows: list[Row], got: list[Row], run: _Run, hints: dict[str, str]) -> str:
     """The hint of the known mistake that reproduces ``got``; when several do on this pool
     (first fit and worst fit pick the same block when the first fit is also the largest),
     say so rather than name one of them."""
@@ -197,8 +197,10 @@ def _drive_alloc(student: Any, sizes: list[int], label: str) -> tuple[int, int]:
             pool.append(Block(got_res, SEG, got_res))
             got_res += SEG
             if student(pool, size, True) is None:
-                raise CheckFailure(f"[{label}] a fresh 2 MiB segment was added and alloc_block "
-                                   f"still returned None for {size} B.")  # fmt: skip
+                raise CheckFailure(
+                    f"[{label}] a fresh 2 MiB segment was added and alloc_block "
+                    f"still returned None for {size} B."
+                )
         if plain_alloc(rows, size, True) is None:
             rows.append([want_res, SEG, want_res, False])
             want_res += SEG

@@ -46,8 +46,10 @@ def _int(x: Any) -> Any:
 
 
 def _counts(state: CacheState) -> list[Any]:
-    return [_int(getattr(state, f, None))
-            for f in ("allocated", "reserved", "peak_reserved", "device_allocs")]  # fmt: skip
+    return [
+        _int(getattr(state, f, None))
+        for f in ("allocated", "reserved", "peak_reserved", "device_allocs")
+    ]
 
 
 def _device_proxy(events: list[tuple[Any, ...]]) -> Any:

@@ -165,8 +165,9 @@ def _child(malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str) -
     return [events, _counts(state)]
 
 
-def _replay(malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str
-            ) -> tuple[_Device, _Watch, list[Any]]:  # fmt: skip
+def _replay(
+    malloc: Any, free: Any, empty_cache: Any, trace: Trace, label: str
+) -> tuple[_Device, _Watch, list[Any]]:
     """Replay ``trace`` (events ``alloc``, ``free``, ``empty``) with the learner's functions
     in a child process (:func:`~a2s.checks.harness.run_apart`): the device, its
     counters and the check of every event stay in this process, out of the learner's reach."""
@@ -198,11 +199,15 @@ def _counters(counters: list[Any], dev: _Device, reserved: int, label: str) -> N
     )
 
 
-@grader("17.4", blocks=BLOCKS, uses=(
-    ("17.1", "size_class", f"{_REF}:size_class"),
-    ("17.2", "alloc_block", f"{_REF}:alloc_block"),
-    ("17.3", "free_block", f"{_REF}:free_block"),
-))  # fmt: skip
+@grader(
+    "17.4",
+    blocks=BLOCKS,
+    uses=(
+        ("17.1", "size_class", f"{_REF}:size_class"),
+        ("17.2", "alloc_block", f"{_REF}:alloc_block"),
+        ("17.3", "free_block", f"{_REF}:free_block"),
+    ),
+)
 def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
     emptied = []
     for label, trace in _traces(fresh_rng("17.4")):
@@ -257,12 +262,19 @@ def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
         f"[{label}] empty_cache released {released} B, the device still holds {dev.reserved} "
         f"B of {held} B: give back every wholly free segment (device.free) and count it.",
     )
-    return (f"tiny GPT, 3 steps: {dev.mallocs} device allocations (0 in step 3), reserved peak "
-            f"{dev.peak / MIB:.1f} MiB = {dev.peak / bound:.2f}x the lower bound")  # fmt: skip
+    return (
+        f"tiny GPT, 3 steps: {dev.mallocs} device allocations (0 in step 3), reserved peak "
+        f"{dev.peak / MIB:.1f} MiB = {dev.peak / bound:.2f}x the lower bound"
+    )
 
 
-_PEAK_TRACE: Trace = [("alloc", 0, 12 * MIB), ("alloc", 1, 100), ("free", 0, 12 * MIB),
-                      ("empty", -1, 0), ("alloc", 2, 10 * MIB)]  # fmt: skip
+_PEAK_TRACE: Trace = [
+    ("alloc", 0, 12 * MIB),
+    ("alloc", 1, 100),
+    ("free", 0, 12 * MIB),
+    ("empty", -1, 0),
+    ("alloc", 2, 10 * MIB),
+]
 
 
 def _peak_across_empty_cache(malloc: Any, free: Any, empty_cache: Any) -> None:

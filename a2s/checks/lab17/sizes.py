@@ -23,30 +23,53 @@ BLOCKS = (
     "a2s.checks.lab17._truth:plain_size_class",
 )
 _MISTAKES = [
-    Mistake("Round up to the next multiple of 512 B, not to a power of two: a 1,100-byte "
-            "request takes 1,536 B, not 2,048 B.", lambda n: plain_size_class(n, "power of two")),
-    Mistake("Round *up* (ceil), never down: a block smaller than the request would overlap the "
-            "next one.", lambda n: plain_size_class(n, "floor")),
-    Mistake("Every request takes at least 512 B, even an empty one (0 bytes).",
-            lambda n: plain_size_class(n, "no minimum")),
-    Mistake("A request of exactly 1 MiB still belongs to the small pool (size <= 1 MiB).",
-            lambda n: plain_size_class(n, "strict 1 MiB")),
-    Mistake("Large requests under 10 MiB share a 20 MiB segment (PyTorch's kLargeBuffer); "
-            "only bigger ones get a segment of their own.",
-            when=lambda got, n: _no_shared_segment(got, n)),
-    Mistake("Only large requests *under* 10 MiB share a 20 MiB segment: exactly 10 MiB gets a "
-            "segment of its own (rounded up to 2 MiB).",
-            lambda n: plain_size_class(n, "10 MiB shared")),
-    Mistake("A large request of 10 MiB or more gets its own segment rounded up to 2 MiB "
-            "(kRoundLarge), not exactly its size.",
-            lambda n: plain_size_class(n, "segment = size")),
-]  # fmt: skip
+    Mistake(
+        "Round up to the next multiple of 512 B, not to a power of two: a 1,100-byte "
+        "request takes 1,536 B, not 2,048 B.",
+        lambda n: plain_size_class(n, "power of two"),
+    ),
+    Mistake(
+        "Round *up* (ceil), never down: a block smaller than the request would overlap the "
+        "next one.",
+        lambda n: plain_size_class(n, "floor"),
+    ),
+    Mistake(
+        "Every request takes at least 512 B, even an empty one (0 bytes).",
+        lambda n: plain_size_class(n, "no minimum"),
+    ),
+    Mistake(
+        "A request of exactly 1 MiB still belongs to the small pool (size <= 1 MiB).",
+        lambda n: plain_size_class(n, "strict 1 MiB"),
+    ),
+    Mistake(
+        "Large requests under 10 MiB share a 20 MiB segment (PyTorch's kLargeBuffer); "
+        "only bigger ones get a segment of their own.",
+        when=lambda got, n: _no_shared_segment(got, n),
+    ),
+    Mistake(
+        "Only large requests *under* 10 MiB share a 20 MiB segment: exactly 10 MiB gets a "
+        "segment of its own (rounded up to 2 MiB).",
+        lambda n: plain_size_class(n, "10 MiB shared"),
+    ),
+    Mistake(
+        "A large request of 10 MiB or more gets its own segment rounded up to 2 MiB "
+        "(kRoundLarge), not exactly its size.",
+        lambda n: plain_size_class(n, "segment = size"),
+    ),
+]
 _NAMED = [
-    ("0 bytes (an empty tensor)", 0), ("1 byte", 1), ("512 bytes", 512), ("513 bytes", 513),
+    ("0 bytes (an empty tensor)", 0),
+    ("1 byte", 1),
+    ("512 bytes", 512),
+    ("513 bytes", 513),
     ("1,100 bytes", 1100),
-    ("a 700,000-byte activation", 700_000), ("exactly 1 MiB", MIB), ("1 MiB + 1", MIB + 1),
-    ("3 MiB", 3 * MIB), ("exactly 10 MiB", 10 * MIB), ("11 MiB + 3", 11 * MIB + 3),
-]  # fmt: skip
+    ("a 700,000-byte activation", 700_000),
+    ("exactly 1 MiB", MIB),
+    ("1 MiB + 1", MIB + 1),
+    ("3 MiB", 3 * MIB),
+    ("exactly 10 MiB", 10 * MIB),
+    ("11 MiB + 3", 11 * MIB + 3),
+]
 
 
 def _no_shared_segment(got: Any, n: int) -> bool:
@@ -61,8 +84,11 @@ def _same(got: Any, want: Any) -> bool:
 @grader("17.1", blocks=BLOCKS)
 def check_size_class(student: Any) -> str:
     g = fresh_rng("17.1")
-    sizes = [int(g.integers(1, 4 * KIB)), int(g.integers(MIB // 2, 2 * MIB)),
-             int(g.integers(2 * MIB, 40 * MIB))]  # fmt: skip
+    sizes = [
+        int(g.integers(1, 4 * KIB)),
+        int(g.integers(MIB // 2, 2 * MIB)),
+        int(g.integers(2 * MIB, 40 * MIB)),
+    ]
     named = [(label, n) for label, n in _NAMED]
     named += [(fresh(f"{n:,} bytes"), n) for n in sizes]
     cases = [Case(label, (n,), plain_size_class(n), _MISTAKES) for label, n in named]

@@ -23,8 +23,12 @@ from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_crossover"]
 
-_BLOCKS = ("minitorch.comm.cost:crossover_bytes", "minitorch.comm.cost:all_reduce_terms",
-           "minitorch.comm.cost:time_all_reduce", *ALGORITHMS)  # fmt: skip
+_BLOCKS = (
+    "minitorch.comm.cost:crossover_bytes",
+    "minitorch.comm.cost:all_reduce_terms",
+    "minitorch.comm.cost:time_all_reduce",
+    *ALGORITHMS,
+)
 # ALGORITHMS: timing the course's tree and ring on a SimWorld is a measurement, not the model
 
 
@@ -58,8 +62,16 @@ def _sim_time(fn: Callable[..., Any], p: int, nbytes: float, alpha: float, beta:
 @grader("21.3", blocks=_BLOCKS)
 def check_crossover(crossover_bytes: Callable[..., Any]) -> str:
     """Exercise 21.3: the alpha-beta crossover between the binomial tree and the ring."""
-    named = [(1, 1e-6, 1e-9), (2, 1e-6, 1e-9), (3, 1e-6, 1e-9), (4, 5e-6, 1e-10),
-             (6, 5e-6, 1e-10), (8, 5e-6, 1e-10), (16, 2e-6, 4e-11), (64, 1e-5, 1e-10)]  # fmt: skip
+    named = [
+        (1, 1e-6, 1e-9),
+        (2, 1e-6, 1e-9),
+        (3, 1e-6, 1e-9),
+        (4, 5e-6, 1e-10),
+        (6, 5e-6, 1e-10),
+        (8, 5e-6, 1e-10),
+        (16, 2e-6, 4e-11),
+        (64, 1e-5, 1e-10),
+    ]
     fr = fresh_rng("21.3")
     cases = [(str(c), c) for c in named]
     for _ in range(8):

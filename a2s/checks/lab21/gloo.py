@@ -70,8 +70,14 @@ def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
     check_values("dry run on SimWorld p=3 n=7", outs, loop_sum(xs), "Is it 21.1's ring?")
     source, name = _source(ring)
     fr = fresh_rng("21.5")
-    cases = list(_CASES) + [(int(fr.integers(1, 3000)), str(fr.choice(["int64", "float32"])),
-                             int(fr.integers(6, 10**6))) for _ in range(2)]  # fmt: skip
+    cases = list(_CASES) + [
+        (
+            int(fr.integers(1, 3000)),
+            str(fr.choice(["int64", "float32"])),
+            int(fr.integers(6, 10**6)),
+        )
+        for _ in range(2)
+    ]
     per_rank = launch_learner(
         "a2s.checks.lab21.workers:grade_ring",
         P,
@@ -108,8 +114,11 @@ def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
                 f"{ring_bytes(n, P, item)[1]}: {hint}"
             )
         msgs = [rec["messages"] for rec in recs]
-        stray = [r for r, rec in enumerate(recs) if any(
-            b for d, b in enumerate(rec["to"]) if d != (r + 1) % P)]  # fmt: skip
+        stray = [
+            r
+            for r, rec in enumerate(recs)
+            if any(b for d, b in enumerate(rec["to"]) if d != (r + 1) % P)
+        ]
         if msgs != [2 * (P - 1)] * P or stray:
             raise CheckFailure(
                 f"[{label}] messages per rank {msgs}, ranks {stray} sent to a peer other than "

@@ -70,8 +70,10 @@ def _ring_hint(got: Any, *, want: np.ndarray, p: int) -> str:
 def _ring_cases(gen: np.random.Generator, mark: Callable[[str], str], count: int) -> list:
     specs = [(1, 5), (2, 4), (3, 7), (4, 1), (4, 12), (5, 13), (6, 0), (8, 17)] if not count else []
     specs += [(int(gen.integers(1, 9)), int(gen.integers(0, 40))) for _ in range(count)]
-    return [(mark(f"ring p={p} n={n}"), p, rank_inputs(gen, p, n, bool(i % 2)))
-            for i, (p, n) in enumerate(specs)]  # fmt: skip
+    return [
+        (mark(f"ring p={p} n={n}"), p, rank_inputs(gen, p, n, bool(i % 2)))
+        for i, (p, n) in enumerate(specs)
+    ]
 
 
 @grader("21.1", blocks=BLOCKS)

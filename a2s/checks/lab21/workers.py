@@ -49,8 +49,16 @@ def grade_ring(
         got, log = on_gloo_rank(comm, make, x.copy(), exercise="21.5", blocks=BLOCKS)
         comm.flush()
         to = [log["to"].get(d, 0) for d in range(comm.world_size)]
-        out.append({"got": got, "want": want, "x": x, "bytes": log["bytes"],
-                    "messages": log["messages"], "to": to})  # fmt: skip
+        out.append(
+            {
+                "got": got,
+                "want": want,
+                "x": x,
+                "bytes": log["bytes"],
+                "messages": log["messages"],
+                "to": to,
+            }
+        )
         comm.barrier()
     return out
 

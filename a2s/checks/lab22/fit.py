@@ -42,13 +42,20 @@ def _endpoints(n: np.ndarray, t: np.ndarray) -> tuple[float, float]:
 
 
 _MISTAKES = (
-    Mistake(" You fitted a line through the origin: alpha is the intercept, fit it too.",
-            answer=_through_origin),
-    Mistake(" Return (alpha, beta): the intercept (seconds) first, the slope (s/byte) second.",
-            answer=_swapped),
-    Mistake(" You drew the line through the smallest and largest message only; least squares "
-            "uses every point (beta = cov(n, t) / var(n)).", answer=_endpoints),
-)  # fmt: skip
+    Mistake(
+        " You fitted a line through the origin: alpha is the intercept, fit it too.",
+        answer=_through_origin,
+    ),
+    Mistake(
+        " Return (alpha, beta): the intercept (seconds) first, the slope (s/byte) second.",
+        answer=_swapped,
+    ),
+    Mistake(
+        " You drew the line through the smallest and largest message only; least squares "
+        "uses every point (beta = cov(n, t) / var(n)).",
+        answer=_endpoints,
+    ),
+)
 
 
 def _line(g: np.random.Generator, k: int, noise: float) -> tuple[np.ndarray, np.ndarray]:

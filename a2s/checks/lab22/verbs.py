@@ -50,8 +50,9 @@ def _cases(exercise: str, offsets: bool) -> list[_Case]:
     return out
 
 
-def _run(student: Callable[..., Any], world: _World, args: tuple[Any, ...], label: str,
-         hint: str) -> Any:  # fmt: skip
+def _run(
+    student: Callable[..., Any], world: _World, args: tuple[Any, ...], label: str, hint: str
+) -> Any:
     """The learner's transfer in a forked child: the hosts and the log stay here."""
     try:
         return run_apart(student, *args, serve=world.serve())
@@ -92,8 +93,13 @@ def check_rdma_put(student: Any) -> str:
         world = _World(size, length, 100 + k)
         log, src, dst, payload = world.log, world.src, world.dst, world.payload
         hint = "Use qp.rdma_write with the remote region's rkey (and an access right it granted)."
-        args = (_QueuePair("qa", "sender", "receiver"), _Region(world.info(src)), length, off,
-                dst.rkey)  # fmt: skip
+        args = (
+            _QueuePair("qa", "sender", "receiver"),
+            _Region(world.info(src)),
+            length,
+            off,
+            dst.rkey,
+        )
         n = plain(_run(student, world, args, label, hint), what="rdma_put")
         _arrived(dst, off, payload, label)
         peer_ops = log.ops("receiver")
@@ -141,8 +147,13 @@ def check_send_recv(student: Any) -> str:
             "Two-sided: the receiver must post_recv its buffer *before* the sender's post_send "
             "(otherwise receiver-not-ready)."
         )
-        args = (_QueuePair("qa", "sender", "receiver"), _QueuePair("qb", "receiver", "sender"),
-                _Region(world.info(src)), _Region(world.info(dst)), length)  # fmt: skip
+        args = (
+            _QueuePair("qa", "sender", "receiver"),
+            _QueuePair("qb", "receiver", "sender"),
+            _Region(world.info(src)),
+            _Region(world.info(dst)),
+            length,
+        )
         n = plain(_run(student, world, args, label, hint), what="send_recv")
         _arrived(dst, 0, payload, label)
         copies = log.copied()

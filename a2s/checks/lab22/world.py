@@ -156,11 +156,19 @@ class _World:
             return [(wc.wr_id, wc.opcode, wc.byte_len) for wc in hosts[host].cq]
 
         table: dict[str, Callable[..., Any]] = {
-            "reg_mr": reg_mr, "memcpy": memcpy, "poll_cq": poll_cq, "post_recv": post_recv,
-            "post_send": post_send, "rdma_write": one_sided("rdma_write"),
-            "rdma_read": one_sided("rdma_read"), "buf_get": buf_get, "buf_set": buf_set,
-            "mrs": mrs, "counter": counter, "cq": cq,
-        }  # fmt: skip
+            "reg_mr": reg_mr,
+            "memcpy": memcpy,
+            "poll_cq": poll_cq,
+            "post_recv": post_recv,
+            "post_send": post_send,
+            "rdma_write": one_sided("rdma_write"),
+            "rdma_read": one_sided("rdma_read"),
+            "buf_get": buf_get,
+            "buf_set": buf_set,
+            "mrs": mrs,
+            "counter": counter,
+            "cq": cq,
+        }
         return {f"verbs.{k}": guarded(v) for k, v in table.items()}
 
 

@@ -225,8 +225,11 @@ def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
                     got = np.asarray(got, dtype=np.float64)
                 except (TypeError, ValueError):
                     pass
-            if not (isinstance(got, np.ndarray) and got.shape == want.shape
-                    and np.allclose(got, want, rtol=1e-5, atol=1e-6)):  # fmt: skip
+            if not (
+                isinstance(got, np.ndarray)
+                and got.shape == want.shape
+                and np.allclose(got, want, rtol=1e-5, atol=1e-6)
+            ):
                 raise CheckFailure(
                     f"[{label}] rank {r}: output differs from the unsharded forward "
                     "tanh(... tanh(x @ W0) ... @ W_last) with the fp16 weights of store.gather."

@@ -63,9 +63,14 @@ def _case(label: str, compute: list[float], nbytes: list[int], cap: int, a: floa
     return Case(label, args, plain_exposed(*args), _MISTAKES)
 
 
-@grader("23.3", blocks=("minitorch.parallel.timeline:exposed_comm",
-                        "minitorch.parallel.timeline:bucket_schedule",
-                        "a2s.checks.lab23.overlap:plain_exposed"))  # fmt: skip
+@grader(
+    "23.3",
+    blocks=(
+        "minitorch.parallel.timeline:exposed_comm",
+        "minitorch.parallel.timeline:bucket_schedule",
+        "a2s.checks.lab23.overlap:plain_exposed",
+    ),
+)
 def check_exposed_comm(
     exposed_comm: Callable[..., Any], predict_one_bucket: Callable[..., Any]
 ) -> str:

@@ -92,9 +92,15 @@ def plain_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def plain_attention(x: np.ndarray, w: Sequence[np.ndarray], bo: np.ndarray, a: int,
-                    causal: bool = True, scale: float | None = None,
-                    strict: bool = False) -> np.ndarray:  # fmt: skip
+def plain_attention(
+    x: np.ndarray,
+    w: Sequence[np.ndarray],
+    bo: np.ndarray,
+    a: int,
+    causal: bool = True,
+    scale: float | None = None,
+    strict: bool = False,
+) -> np.ndarray:
     """Causal multi-head attention, one (batch, head) at a time; ``w = (wq, wk, wv, wo)``.
     ``strict``: the wrong mask j < i (a token does not see itself; token 0 still does)."""
     s, b, h = x.shape
@@ -116,16 +122,23 @@ def plain_attention(x: np.ndarray, w: Sequence[np.ndarray], bo: np.ndarray, a: i
     return out
 
 
-def run_ranks(student: Any, exercise: str, t: int, args: list[tuple[Any, ...]],
-              label: str, what: str = "result") -> tuple[list[Any], SimWorld]:  # fmt: skip
+def run_ranks(
+    student: Any,
+    exercise: str,
+    t: int,
+    args: list[tuple[Any, ...]],
+    label: str,
+    what: str = "result",
+) -> tuple[list[Any], SimWorld]:
     """``student(comm, *args[r])`` on every rank of a SimWorld(t), each rank in its own
     forked process (:func:`a2s.checks.harness.run_ranks`); plain results, and the
     world whose counters the router kept here (out of every rank's reach)."""
     world = SimWorld(t)
     raw = getattr(student, "fn", student)
     # every rank gets its own copies (a fork copies them anyway; kept for clarity)
-    args = [tuple(np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in a)
-            for a in args]  # fmt: skip
+    args = [
+        tuple(np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in a) for a in args
+    ]
     try:
         run = apart(guarded(raw, exercise, BLOCKS), world, args)
     except (StudentError, CheckFailure) as exc:  # name the case
@@ -153,8 +166,16 @@ def show(x: Any) -> str:
     return repr(x)[:80]
 
 
-def expect(label: str, r: int, got: Any, want: np.ndarray, hints: Sequence[tuple[Any, str]],
-           what: str, default: str, atol: float = 1e-9) -> None:  # fmt: skip
+def expect(
+    label: str,
+    r: int,
+    got: Any,
+    want: np.ndarray,
+    hints: Sequence[tuple[Any, str]],
+    what: str,
+    default: str,
+    atol: float = 1e-9,
+) -> None:
     """Fail unless ``got`` equals ``want``; name the first known mistake ``got`` matches."""
     if close(got, want, atol):
         return
@@ -182,8 +203,7 @@ def all_reduce_bytes(t: int, nbytes: int) -> int:
     return 2 * (t - 1) * nbytes
 
 
-def budget(label: str, world: SimWorld, want: int, hint: str,
-           at_most: bool = False) -> None:  # fmt: skip
+def budget(label: str, world: SimWorld, want: int, hint: str, at_most: bool = False) -> None:
     """Fail when the ranks together sent other than (or, ``at_most``, more than) ``want``."""
     sent = sum(world.bytes_sent)
     if sent > want or (sent != want and not at_most):
@@ -193,7 +213,8 @@ def budget(label: str, world: SimWorld, want: int, hint: str,
         )
 
 
-def cases(teaching: Sequence[tuple[Any, ...]], fresh: Callable[[], tuple[Any, ...]],
-          count: int) -> list[tuple[Any, ...]]:  # fmt: skip
+def cases(
+    teaching: Sequence[tuple[Any, ...]], fresh: Callable[[], tuple[Any, ...]], count: int
+) -> list[tuple[Any, ...]]:
     """Teaching cases then ``count`` fresh ones."""
     return list(teaching) + [fresh() for _ in range(count)]

@@ -64,8 +64,9 @@ def _ln(v: np.ndarray) -> np.ndarray:
     return (v - mu) / np.sqrt(((v - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
 
 
-def _layer(attn: Any, mlp: Any, t: int, s: int, b: int, h: int, a: int, seed: int,
-           label: str) -> str:  # fmt: skip
+def _layer(
+    attn: Any, mlp: Any, t: int, s: int, b: int, h: int, a: int, seed: int, label: str
+) -> str:
     """One TP layer forward from the learner's two blocks: values and the all-reduce count."""
     c = mlp_case(seed, s, b, h)
     w = [np.random.default_rng(seed + 1).standard_normal((h, h)) / np.sqrt(h) for _ in range(4)]
@@ -85,9 +86,12 @@ def _layer(attn: Any, mlp: Any, t: int, s: int, b: int, h: int, a: int, seed: in
     except Exception:  # not implemented, raises, calls the reference: 24.1's business
         return "skipped: your tp_mlp_forward does not pass 24.1 yet"
     got = alone.results
-    if not all(isinstance(g, np.ndarray) and g.shape == mid.shape and np.allclose(
-            g, plain_mlp(c, mid), rtol=1e-9, atol=1e-9) for g in got) or sum(
-            alone.world.bytes_sent) != all_reduce_bytes(t, x.nbytes):  # fmt: skip
+    if not all(
+        isinstance(g, np.ndarray)
+        and g.shape == mid.shape
+        and np.allclose(g, plain_mlp(c, mid), rtol=1e-9, atol=1e-9)
+        for g in got
+    ) or sum(alone.world.bytes_sent) != all_reduce_bytes(t, x.nbytes):
         return "skipped: your tp_mlp_forward does not pass 24.1 yet"
 
     def rank(comm: Any) -> Any:
@@ -103,8 +107,15 @@ def _layer(attn: Any, mlp: Any, t: int, s: int, b: int, h: int, a: int, seed: in
         raise
     outs, world = run.results, run.world
     for r, out in enumerate(outs):
-        expect(label, r, plain(out, what="the layer's output", case=label), want, [], "y",
-               "Your attention and MLP each pass alone; composed they do not?")  # fmt: skip
+        expect(
+            label,
+            r,
+            plain(out, what="the layer's output", case=label),
+            want,
+            [],
+            "y",
+            "Your attention and MLP each pass alone; composed they do not?",
+        )
     budget(
         label,
         world,
@@ -137,15 +148,26 @@ def check_head_parallel_attention(
         outs, world = run_ranks(tp_attention_forward, "24.2", t, args, label, "attention output")
         want = plain_attention(x, w, bo, a)
         hints = [
-            (plain_attention(x, w, bo, a, causal=False), "Token i attended to later tokens: "
-             "mask scores[i, j] for j > i with -inf before the softmax (causal)."),
-            (plain_attention(x, w, bo, a, scale=1 / np.sqrt(h)), "Scale the scores by "
-             "1/sqrt(d) with d = h / a the HEAD dimension, not the hidden size."),
-            (plain_attention(x, w, bo, a, strict=True), "Token i must attend to itself too: "
-             "mask j > i only (np.tril with the diagonal, or triu(..., k=1) as the -inf part)."),
-            (want + (t - 1) * bo, "bo was added on every rank before the all-reduce: add it "
-             "once, after."),
-        ]  # fmt: skip
+            (
+                plain_attention(x, w, bo, a, causal=False),
+                "Token i attended to later tokens: "
+                "mask scores[i, j] for j > i with -inf before the softmax (causal).",
+            ),
+            (
+                plain_attention(x, w, bo, a, scale=1 / np.sqrt(h)),
+                "Scale the scores by "
+                "1/sqrt(d) with d = h / a the HEAD dimension, not the hidden size.",
+            ),
+            (
+                plain_attention(x, w, bo, a, strict=True),
+                "Token i must attend to itself too: "
+                "mask j > i only (np.tril with the diagonal, or triu(..., k=1) as the -inf part).",
+            ),
+            (
+                want + (t - 1) * bo,
+                "bo was added on every rank before the all-reduce: add it once, after.",
+            ),
+        ]
         for r, got in enumerate(outs):
             rank_hints = list(hints)
             if t > 1:
@@ -155,10 +177,13 @@ def check_head_parallel_attention(
                 keep[3][: r * h // t], keep[3][(r + 1) * h // t :] = 0, 0
                 partial = plain_attention(x, keep, 0 * bo, a)
                 rank_hints += [
-                    (partial + bo, "This is rank r's partial sum over its heads: all-reduce "
-                     "the output projection (g), then add bo."),
+                    (
+                        partial + bo,
+                        "This is rank r's partial sum over its heads: all-reduce "
+                        "the output projection (g), then add bo.",
+                    ),
                     (partial, "This is rank r's partial sum: all-reduce it."),
-                ]  # fmt: skip
+                ]
             default = (
                 "Each rank: Q, K, V for its `heads` heads of d = columns/heads features, causal "
                 "softmax per head, context (s, b, heads*d) @ wo, all-reduce, + bo."
@@ -168,11 +193,21 @@ def check_head_parallel_attention(
         budget(label, world, all_reduce_bytes(t, x.nbytes), one + "ONE all-reduce of (s, b, h).")
     layers = ""
     if tp_mlp_forward is not None:
-        t4 = (4, int(gen.integers(1, 5)), int(gen.integers(1, 3)), 8, 4,
-              int(gen.integers(1, 2**30)))  # fmt: skip
-        runs = [_layer(tp_attention_forward, tp_mlp_forward, *case, label=lab) for case, lab in (
-            ((2, 4, 2, 8, 4, 2425), "layer t=2, s=4, b=2, h=8, heads=4"),
-            (t4, fresh(f"layer t=4, s={t4[1]}, b={t4[2]}, h=8, heads=4")))]  # fmt: skip
+        t4 = (
+            4,
+            int(gen.integers(1, 5)),
+            int(gen.integers(1, 3)),
+            8,
+            4,
+            int(gen.integers(1, 2**30)),
+        )
+        runs = [
+            _layer(tp_attention_forward, tp_mlp_forward, *case, label=lab)
+            for case, lab in (
+                ((2, 4, 2, 8, 4, 2425), "layer t=2, s=4, b=2, h=8, heads=4"),
+                (t4, fresh(f"layer t=4, s={t4[1]}, b={t4[2]}, h=8, heads=4")),
+            )
+        ]
         layers = (
             (
                 "; whole layers with your 24.1 MLP: 2 all-reduces forward (+ 2 backward: "

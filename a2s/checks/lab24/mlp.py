@@ -87,10 +87,24 @@ def _forward(fwd: Any, t: int, c: dict[str, np.ndarray], label: str) -> None:
     for r, got in enumerate(outs):
         w1, b1, w2 = mlp_shards(c, t, r)
         partial = gelu(c["x"] @ w1 + b1) @ w2
-        hints = [(partial + c["b2"], _NO_REDUCE), (partial, _NO_REDUCE),
-                 (want + (t - 1) * c["b2"], _BIAS)] if t > 1 else []  # fmt: skip
-        expect(label, r, got, want, hints, "y", "Column-parallel W1 (+ b1, gelu), then "
-               "row-parallel W2, one all-reduce, then + b2.")  # fmt: skip
+        hints = (
+            [
+                (partial + c["b2"], _NO_REDUCE),
+                (partial, _NO_REDUCE),
+                (want + (t - 1) * c["b2"], _BIAS),
+            ]
+            if t > 1
+            else []
+        )
+        expect(
+            label,
+            r,
+            got,
+            want,
+            hints,
+            "y",
+            "Column-parallel W1 (+ b1, gelu), then row-parallel W2, one all-reduce, then + b2.",
+        )
     budget(label, world, all_reduce_bytes(t, c["x"].nbytes), _FWD_BYTES)
 
 
@@ -110,13 +124,32 @@ def _backward(bwd: Any, t: int, c: dict[str, np.ndarray], label: str) -> None:
                 1 + 0.134145 * z**2
             )
             partial_dx = ((c["dy"] @ w2.T) * dgelu) @ w1.T
-        expect(label, r, got[0], g["x"], [(partial_dx, _DX_PARTIAL)], "dx",
-               "dx = (dy W2_r^T * gelu'(z_r)) W1_r^T, summed over ranks.")  # fmt: skip
-        want = {"dw1": np.split(g["w1"], t, axis=1)[r], "db1": np.split(g["b1"], t)[r],
-                "dw2": np.split(g["w2"], t)[r], "db2": g["b2"]}  # fmt: skip
+        expect(
+            label,
+            r,
+            got[0],
+            g["x"],
+            [(partial_dx, _DX_PARTIAL)],
+            "dx",
+            "dx = (dy W2_r^T * gelu'(z_r)) W1_r^T, summed over ranks.",
+        )
+        want = {
+            "dw1": np.split(g["w1"], t, axis=1)[r],
+            "db1": np.split(g["b1"], t)[r],
+            "dw2": np.split(g["w2"], t)[r],
+            "db2": g["b2"],
+        }
         for got_k, (name, w) in zip(got[1:], want.items(), strict=True):
-            expect(label, r, got_k, w, [], name, f"{name} is this rank's shard of the full "
-                   "gradient (db2 whole: the bias is replicated).")  # fmt: skip
+            expect(
+                label,
+                r,
+                got_k,
+                w,
+                [],
+                name,
+                f"{name} is this rank's shard of the full "
+                "gradient (db2 whole: the bias is replicated).",
+            )
     budget(label, world, all_reduce_bytes(t, c["x"].nbytes), _BWD_BYTES)
 
 
@@ -150,8 +183,9 @@ def _extra(value: Any) -> tuple[str, Any] | None:
     importable function or class by ``module:qualname``, a constant by value."""
     if inspect.ismodule(value):
         return "module", value.__name__
-    if isinstance(value, _PLAIN) or (isinstance(value, tuple) and all(
-            isinstance(v, _PLAIN) for v in value)):  # fmt: skip
+    if isinstance(value, _PLAIN) or (
+        isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value)
+    ):
         return "value", value
     if isinstance(value, np.ndarray) and value.nbytes <= 1 << 20:
         return "value", np.array(value)
@@ -173,8 +207,10 @@ def _sources(fn: Any) -> tuple[list[tuple[str, str]], dict[str, tuple[str, Any]]
         try:
             out.insert(0, (textwrap.dedent(inspect.getsource(f)), f.__name__))
         except (OSError, TypeError) as exc:
-            raise CheckFailure(f"Exercise 24.1: cannot read the source of {f.__name__} ({exc}); "
-                               "define it with def in a cell.") from None  # fmt: skip
+            raise CheckFailure(
+                f"Exercise 24.1: cannot read the source of {f.__name__} ({exc}); "
+                "define it with def in a cell."
+            ) from None
         for name in _names(f.__code__):
             if name not in f.__globals__:
                 continue
@@ -205,8 +241,16 @@ def _gloo(fwd: Any, bwd: Any, specs: list[tuple[int, int, int, int, int]]) -> in
         sources += [item for item in found if item not in sources]
         extras = {**more, **extras}
     names = [inspect.unwrap(getattr(f, "fn", f)).__name__ for f in (fwd, bwd)]
-    runs = launch_learner("a2s.checks.lab24.workers:tp_mlp_gloo", 2, sources, names, specs,
-                          extras, advice=_GLOO, timeout=120)  # fmt: skip
+    runs = launch_learner(
+        "a2s.checks.lab24.workers:tp_mlp_gloo",
+        2,
+        sources,
+        names,
+        specs,
+        extras,
+        advice=_GLOO,
+        timeout=120,
+    )
     for k, (_, s, b, h, seed) in enumerate(specs):
         c, label = mlp_case(seed, s, b, h), f"2 gloo processes, s={s} b={b} h={h}"
         want, g = plain_mlp(c), torch_mlp_grads(c)
@@ -216,14 +260,17 @@ def _gloo(fwd: Any, bwd: Any, specs: list[tuple[int, int, int, int, int]]) -> in
             expect(label, r, rec["dx"], g["x"], [], "dx", "Equal on SimWorld but not on gloo?")
             expect(label, r, rec["dw1"], np.split(g["w1"], 2, axis=1)[r], [], "dw1", "")
         if [runs[r][k]["bytes"] for r in range(2)] != [2 * c["x"].nbytes] * 2:
-            raise CheckFailure(f"[{label}] bytes sent {[runs[r][k]['bytes'] for r in range(2)]}:"
-                               f" expected one all-reduce each way.")  # fmt: skip
+            raise CheckFailure(
+                f"[{label}] bytes sent {[runs[r][k]['bytes'] for r in range(2)]}:"
+                f" expected one all-reduce each way."
+            )
     return len(specs)
 
 
 @grader("24.1", blocks=BLOCKS)
-def check_tp_mlp(tp_mlp_forward: Callable[..., Any], tp_mlp_backward: Callable[..., Any],
-                 real: bool = True) -> str:  # fmt: skip
+def check_tp_mlp(
+    tp_mlp_forward: Callable[..., Any], tp_mlp_backward: Callable[..., Any], real: bool = True
+) -> str:
     """Exercise 24.1: TP MLP equal to the unsharded one both ways, one all-reduce each way."""
     gen = fresh_rng("24.1")
     specs = list(_TEACHING) + [_fresh_case(gen) for _ in range(2)]

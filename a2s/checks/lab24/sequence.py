@@ -75,20 +75,41 @@ def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
                 raise CheckFailure(f"[{label}] rank {r}: return (y, saved) with saved a dict.")
             y, saved = got
             want = np.split(full, t)[r]
-            expect(label, r, y, want, [(full, "That is every row: under SP a rank ends with "
-                   "ITS s/t rows -- reduce-scatter the row-parallel output, do not all-reduce."),
-                   (want - rows[r], "The residual is missing: y = x + MLP(LN(x))."),
-                   (want - c["b2"], "b2 is missing: add the whole bias once, after the "
-                    "reduce-scatter."),
-                   (want + (t - 1) * c["b2"], "b2 was added on every rank before the "
-                    "reduce-scatter: add it after.") if t > 1 else (None, "")],
-                   "y", "y = x + (gelu(all_gather(LN(x)) W1_r + b1_r) W2_r, reduce-scattered) "
-                   "+ b2, on this rank's rows.")  # fmt: skip
+            expect(
+                label,
+                r,
+                y,
+                want,
+                [
+                    (
+                        full,
+                        "That is every row: under SP a rank ends with ITS s/t rows -- "
+                        "reduce-scatter the row-parallel output, do not all-reduce.",
+                    ),
+                    (want - rows[r], "The residual is missing: y = x + MLP(LN(x))."),
+                    (
+                        want - c["b2"],
+                        "b2 is missing: add the whole bias once, after the reduce-scatter.",
+                    ),
+                    (
+                        want + (t - 1) * c["b2"],
+                        "b2 was added on every rank before the reduce-scatter: add it after.",
+                    )
+                    if t > 1
+                    else (None, ""),
+                ],
+                "y",
+                "y = x + (gelu(all_gather(LN(x)) W1_r + b1_r) W2_r, reduce-scattered) "
+                "+ b2, on this rank's rows.",
+            )
             kept = sum(2 * v.size for v in saved.values() if isinstance(v, np.ndarray))
             limit = 20 * s * b * h // t
             if kept > limit:
-                big = [k for k, v in saved.items() if isinstance(v, np.ndarray) and v.shape[0] == s
-                       and v.shape[-1] == h and t > 1]  # fmt: skip
+                big = [
+                    k
+                    for k, v in saved.items()
+                    if isinstance(v, np.ndarray) and v.shape[0] == s and v.shape[-1] == h and t > 1
+                ]
                 raise CheckFailure(
                     f"[{label}] rank {r}: right y, but you keep {kept:,} bytes (2 per value) "
                     f"where sequence parallelism needs {limit:,} = 20 sbh/t. "
@@ -102,9 +123,14 @@ def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
             for key, w in (("x", rows[r]), ("ln", np.split(ln, t)[r]), ("z", z), ("a", gelu(z))):
                 what = "saved holds x and LN(x) (your rows), z = fc1 output, a = gelu(z)."
                 expect(label, r, saved.get(key), w, [], f"saved['{key}']", what)
-        budget(label, world, all_reduce_bytes(t, c["x"].nbytes), "One all-gather of LN(x) in, "
-               "one reduce-scatter of the row-parallel output out: together the bytes of ONE "
-               "all-reduce (an all-reduce IS a reduce-scatter then an all-gather).")  # fmt: skip
+        budget(
+            label,
+            world,
+            all_reduce_bytes(t, c["x"].nbytes),
+            "One all-gather of LN(x) in, "
+            "one reduce-scatter of the row-parallel output out: together the bytes of ONE "
+            "all-reduce (an all-reduce IS a reduce-scatter then an all-gather).",
+        )
     return (
         f"{len(specs)} blocks (t = 1..4, 2 fresh) equal the unsharded rows; one all-gather + one "
         "reduce-scatter (= one all-reduce's bytes); 20 sbh/t bytes kept per rank"
@@ -114,29 +140,57 @@ def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
 # --------------------------------------------------------------------------- 24.5 bytes
 def _formula(s: int, b: int, h: int, a: int, t: int, mode: str) -> float:
     att = 5 * a * s / h
-    return s * b * h * {"none": 34 + att, "tp": 10 + 24 / t + att / t, "sp": 34 / t + att / t,
-                        "recompute": 2}[mode]  # fmt: skip
+    return (
+        s
+        * b
+        * h
+        * {"none": 34 + att, "tp": 10 + 24 / t + att / t, "sp": 34 / t + att / t, "recompute": 2}[
+            mode
+        ]
+    )
 
 
 _MODE_HINTS = {
-    "tp": [(lambda s, b, h, a, t: s * b * h * (34 / t + 5 * a * s / (h * t)),
+    "tp": [
+        (
+            lambda s, b, h, a, t: s * b * h * (34 / t + 5 * a * s / (h * t)),
             "That is TP + SP. With TP alone the LayerNorm inputs, the block inputs, and the "
-            "dropout masks after each block are replicated on every rank: 10 sbh stays whole."),
-           (lambda s, b, h, a, t: s * b * h * (10 + 24 / t + 5 * a * s / h),
-            "The attention scores are split by heads too: 5as^2b/t."),
-           (lambda s, b, h, a, t: s * b * h * (34 + 5 * a * s / (h * t)),
+            "dropout masks after each block are replicated on every rank: 10 sbh stays whole.",
+        ),
+        (
+            lambda s, b, h, a, t: s * b * h * (10 + 24 / t + 5 * a * s / h),
+            "The attention scores are split by heads too: 5as^2b/t.",
+        ),
+        (
+            lambda s, b, h, a, t: s * b * h * (34 + 5 * a * s / (h * t)),
             "TP splits the 24 sbh inside the blocks (the matmul outputs, attention's Q, K, V, "
-            "GeLU input, ...) by t: 10 + 24/t.")],
-    "sp": [(lambda s, b, h, a, t: s * b * h * (34 / t + 5 * a * s / h),
-            "The attention scores are split by heads: 5as^2b/t."),
-           (lambda s, b, h, a, t: s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
+            "GeLU input, ...) by t: 10 + 24/t.",
+        ),
+    ],
+    "sp": [
+        (
+            lambda s, b, h, a, t: s * b * h * (34 / t + 5 * a * s / h),
+            "The attention scores are split by heads: 5as^2b/t.",
+        ),
+        (
+            lambda s, b, h, a, t: s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
             "That is TP alone: with SP the 10 sbh (LayerNorm inputs, block inputs, dropout "
-            "masks) is split along the sequence too, 34 sbh/t in all.")],
-    "none": [(lambda s, b, h, a, t: s * b * h * (34 + 5 * a * s / h) / t, "No parallelism: t "
-              "plays no part.")],
-    "recompute": [(lambda s, b, h, a, t: s * b * h, "Only the layer input is kept, in 16-bit: "
-                   "2 bytes per value, 2sbh.")],
-}  # fmt: skip
+            "masks) is split along the sequence too, 34 sbh/t in all.",
+        ),
+    ],
+    "none": [
+        (
+            lambda s, b, h, a, t: s * b * h * (34 + 5 * a * s / h) / t,
+            "No parallelism: t plays no part.",
+        )
+    ],
+    "recompute": [
+        (
+            lambda s, b, h, a, t: s * b * h,
+            "Only the layer input is kept, in 16-bit: 2 bytes per value, 2sbh.",
+        )
+    ],
+}
 
 
 def measured_bytes(s: int, b: int, h: int, a: int, t: int, mode: str) -> int:
@@ -176,12 +230,16 @@ def check_activation_bytes(activation_bytes_per_layer: Callable[..., Any]) -> st
             got = plain(activation_bytes_per_layer(s, b, h, a, t, mode), case=label)
             want = _formula(s, b, h, a, t, mode)
             if not isinstance(got, int | float | np.number) or not np.isclose(got, want, rtol=1e-9):
-                known = [msg for f, msg in _MODE_HINTS.get(mode, [])
-                         if isinstance(got, int | float | np.number)
-                         and np.isclose(got, f(s, b, h, a, t), rtol=1e-9)]  # fmt: skip
+                known = [
+                    msg
+                    for f, msg in _MODE_HINTS.get(mode, [])
+                    if isinstance(got, int | float | np.number)
+                    and np.isclose(got, f(s, b, h, a, t), rtol=1e-9)
+                ]
                 hint = (known or ["Korthikanti et al. 2022, Table 2 (bytes, 16-bit values)."])[0]
-                raise CheckFailure(f"[{label}] you predict {got!r} bytes, the formula gives "
-                                   f"{want:,.0f}. {hint}")  # fmt: skip
+                raise CheckFailure(
+                    f"[{label}] you predict {got!r} bytes, the formula gives {want:,.0f}. {hint}"
+                )
             if s * b * h <= 256 and mode != "none":
                 rows.append((got, measured_bytes(s, b, h, a, t, mode), label))
     for got, measured, label in rows:

@@ -44,8 +44,9 @@ def _truth(logits: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _local_max_loss(logits: np.ndarray, targets: np.ndarray, t: int, m: np.ndarray) -> np.ndarray:
     """The loss when each rank shifts its exponentials by its OWN max (``m`` added back)."""
-    total = sum(np.exp(s - s.max(axis=1, keepdims=True)).sum(axis=1)
-                for s in np.split(logits, t, axis=1))  # fmt: skip
+    total = sum(
+        np.exp(s - s.max(axis=1, keepdims=True)).sum(axis=1) for s in np.split(logits, t, axis=1)
+    )
     return np.log(total) + m - logits[np.arange(len(targets)), targets]
 
 
@@ -76,18 +77,40 @@ def check_vocab_cross_entropy(vocab_parallel_cross_entropy: Callable[..., Any]) 
                     "subtract the row's GLOBAL max (all-reduced over ranks) before exp."
                 )
             own = np.split(logits, t, axis=1)[r].max(axis=1)
-            hints = [(_local_max_loss(logits, targets, t, m), "Each rank shifted by its OWN max: "
-                      "the partial sums of exp are then on different scales. All-reduce the max "
-                      "first (e.g. all_gather the n per-rank maxima and take the max).")
-                     for m in (own, logits.max(axis=1))] if t > 1 else []  # fmt: skip
-            expect(label, r, got[0], loss, hints, "loss",
-                   "loss_i = log(sum over ALL ranks of exp(l - m)) + m - l[target_i]; the "
-                   "rank with 0 <= target - start < V/t (its column 0 included) owns it.",
-                   atol=1e-8)  # fmt: skip
+            hints = (
+                [
+                    (
+                        _local_max_loss(logits, targets, t, m),
+                        "Each rank shifted by its OWN max: "
+                        "the partial sums of exp are then on different scales. All-reduce the max "
+                        "first (e.g. all_gather the n per-rank maxima and take the max).",
+                    )
+                    for m in (own, logits.max(axis=1))
+                ]
+                if t > 1
+                else []
+            )
+            expect(
+                label,
+                r,
+                got[0],
+                loss,
+                hints,
+                "loss",
+                "loss_i = log(sum over ALL ranks of exp(l - m)) + m - l[target_i]; the "
+                "rank with 0 <= target - start < V/t (its column 0 included) owns it.",
+                atol=1e-8,
+            )
             want = np.split(grad, t, axis=1)[r]
-            expect(label, r, got[1], want, [(want * n, "That is the gradient of the SUM: "
-                   "divide by n for the mean loss.")], "dlogits",
-                   "dlogits = (softmax - onehot(target)) / n on this rank's columns.")  # fmt: skip
+            expect(
+                label,
+                r,
+                got[1],
+                want,
+                [(want * n, "That is the gradient of the SUM: divide by n for the mean loss.")],
+                "dlogits",
+                "dlogits = (softmax - onehot(target)) / n on this rank's columns.",
+            )
         budget(label, world, 3 * t * (t - 1) * n * 8, _GATHER, at_most=True)
         sent += sum(world.bytes_sent)
     return (

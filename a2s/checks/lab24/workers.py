@@ -64,9 +64,13 @@ def _maker(source: str, name: str, extras: dict[str, Any]) -> Callable[[], Calla
     return make
 
 
-def tp_mlp_gloo(comm: Any, sources: list[tuple[str, str]], names: list[str],
-                specs: list[tuple], extras: dict[str, tuple[str, Any]] | None = None,
-                ) -> list[dict]:  # fmt: skip
+def tp_mlp_gloo(
+    comm: Any,
+    sources: list[tuple[str, str]],
+    names: list[str],
+    specs: list[tuple],
+    extras: dict[str, tuple[str, Any]] | None = None,
+) -> list[dict]:
     """Run the learner's ``names = (forward, backward)`` (defined from ``sources``: their
     functions and helpers) on each ``(t, s, b, h, seed)`` case, each call in a sealed child of
     this rank; the bytes are counted here. A learner's error fails the rank with its own class
@@ -79,12 +83,21 @@ def tp_mlp_gloo(comm: Any, sources: list[tuple[str, str]], names: list[str],
         c = mlp_case(seed, s, b, h)
         w1, b1, w2 = mlp_shards(c, comm.world_size, comm.rank)
         comm.barrier()
-        y, log_f = on_gloo_rank(comm, fwd, c["x"], w1, b1, w2, c["b2"], exercise="24.1",
-                                blocks=BLOCKS)  # fmt: skip
-        grads, log_b = on_gloo_rank(comm, bwd, c["x"], w1, b1, w2, c["dy"], exercise="24.1",
-                                    blocks=BLOCKS)  # fmt: skip
+        y, log_f = on_gloo_rank(
+            comm, fwd, c["x"], w1, b1, w2, c["b2"], exercise="24.1", blocks=BLOCKS
+        )
+        grads, log_b = on_gloo_rank(
+            comm, bwd, c["x"], w1, b1, w2, c["dy"], exercise="24.1", blocks=BLOCKS
+        )
         comm.flush()
         dx, dw1 = (grads[0], grads[1]) if isinstance(grads, (tuple, list)) else (grads, None)
-        out.append({"error": "", "y": np.asarray(y), "dx": np.asarray(dx),
-                    "dw1": np.asarray(dw1), "bytes": log_f["bytes"] + log_b["bytes"]})  # fmt: skip
+        out.append(
+            {
+                "error": "",
+                "y": np.asarray(y),
+                "dx": np.asarray(dx),
+                "dw1": np.asarray(dw1),
+                "bytes": log_f["bytes"] + log_b["bytes"],
+            }
+        )
     return out

@@ -181,10 +181,12 @@ def check_interleaved(interleaved_schedule: Callable[..., Any]) -> str:
         span, _ = audit(sched, m, v, label, 1.0 / v, 2.0 / v, _T_COMM)
         want, _ = audit(reference_interleaved(p, m, v), m, v, label, 1.0 / v, 2.0 / v, _T_COMM)
         if span > want + _TOL:
-            warm = [next((i for i, op in enumerate(ops) if op[0] == "B"), len(ops))
-                    for ops in sched]  # fmt: skip
-            need = [min(2 * (p - s - 1) + (v - 1) * p if v > 1 else p - s - 1, m * v)
-                    for s in range(p)]  # fmt: skip
+            warm = [
+                next((i for i, op in enumerate(ops) if op[0] == "B"), len(ops)) for ops in sched
+            ]
+            need = [
+                min(2 * (p - s - 1) + (v - 1) * p if v > 1 else p - s - 1, m * v) for s in range(p)
+            ]
             short = [s for s in range(p) if warm[s] < need[s]]
             why = (
                 f"stage {short[0]} runs {warm[short[0]]} warm-up forwards where Megatron's "

@@ -205,8 +205,15 @@ def check_pipeline_train(pipeline_train_step: Callable[..., Any], real: bool = T
         ) from None
     from a2s.checks.ranks import launch_learner
 
-    runs = launch_learner("a2s.checks.lab25.workers:train_gloo", 2, source, raw.__name__,
-                          gloo, advice=_GLOO, timeout=120.0)  # fmt: skip
+    runs = launch_learner(
+        "a2s.checks.lab25.workers:train_gloo",
+        2,
+        source,
+        raw.__name__,
+        gloo,
+        advice=_GLOO,
+        timeout=120.0,
+    )
     for k, case in enumerate(gloo):
         _compare(case, [runs[0][k], runs[1][k]], "2 gloo processes")
     steps = sum(c["steps"] for c in cases + gloo)

@@ -205,14 +205,26 @@ def train_gloo(comm: Any, source: str, name: str, cases: list[dict[str, Any]]) -
         inputs, targets = np.split(x, m), np.split(y, m)
         ops = stage_ops(case["schedule"], comm.world_size, m, comm.rank)
         params = list(stage.parameters())
-        rec: dict[str, Any] = {"losses": [], "messages": 0, "bytes": 0, "dtypes": set(),
-                               "events": []}  # fmt: skip
+        rec: dict[str, Any] = {
+            "losses": [],
+            "messages": 0,
+            "bytes": 0,
+            "dtypes": set(),
+            "events": [],
+        }
         comm.barrier()
         for _ in range(case["steps"]):
             (loss, grads), log = on_gloo_rank(
-                comm, make, stage, list(ops), list(inputs), list(targets), exercise="25.5",
-                blocks=REFERENCE, payload=payload,
-            )  # fmt: skip
+                comm,
+                make,
+                stage,
+                list(ops),
+                list(inputs),
+                list(targets),
+                exercise="25.5",
+                blocks=REFERENCE,
+                payload=payload,
+            )
             comm.flush()
             rec["losses"].append(loss)
             for key in ("messages", "bytes"):

@@ -70,8 +70,9 @@ def unscaled_ring(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, p: 
     return num / den[..., None]
 
 
-def ring_variant(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, p: int,
-                 acc: bool, den: bool) -> np.ndarray:  # fmt: skip
+def ring_variant(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, p: int, acc: bool, den: bool
+) -> np.ndarray:
     """Known mistakes of the online softmax, run in ring order (rank r sees blocks r, r-1, ..):
     a running max whose growth does not rescale the old accumulator (``acc=False``) or the
     old sum (``den=False``)."""
@@ -97,8 +98,9 @@ def ring_variant(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, p: i
     return out
 
 
-def ring_program(comm: Communicator, fn: Callable[..., Any], case: dict[str, Any],
-                 counted: bool = True) -> dict:  # fmt: skip
+def ring_program(
+    comm: Communicator, fn: Callable[..., Any], case: dict[str, Any], counted: bool = True
+) -> dict:
     """Run one attention case on this rank: its rows of Q, K, V; output, bytes per peer (when
     ``counted``: a gloo rank; on the simulated world the router counts) and the peak bytes
     the learner's function allocated (tracemalloc, in this rank's process)."""
@@ -149,15 +151,17 @@ def ring_gloo(comm: TorchDistComm, source: str, name: str, cases: list[dict[str,
         p, r = comm.world_size, comm.rank
         q, k, v = (np.split(a, p, axis=-2)[r].copy() for a in (case["q"], case["k"], case["v"]))
         comm.barrier()
-        got, log = on_gloo_rank(comm, make, q, k, v, case["causal"], exercise="26.1",
-                                blocks=RING_REF)  # fmt: skip
+        got, log = on_gloo_rank(
+            comm, make, q, k, v, case["causal"], exercise="26.1", blocks=RING_REF
+        )
         comm.flush()
         out.append({"out": np.asarray(got, dtype=np.float64), "to": dict(log["to"])})
     return out
 
 
-def _route(x: np.ndarray, w_router: np.ndarray, k: int,
-           raw: bool = False) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _route(
+    x: np.ndarray, w_router: np.ndarray, k: int, raw: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     logits = x @ w_router
     z = np.exp(logits - logits.max(axis=-1, keepdims=True))
     probs = z / z.sum(axis=-1, keepdims=True)
@@ -168,8 +172,9 @@ def _route(x: np.ndarray, w_router: np.ndarray, k: int,
     return experts, gates / gates.sum(axis=-1, keepdims=True)
 
 
-def moe_loop(case: dict[str, Any], p_local: int = 0, token_major: bool = False,
-             raw_gates: bool = False) -> tuple[np.ndarray, int]:  # fmt: skip
+def moe_loop(
+    case: dict[str, Any], p_local: int = 0, token_major: bool = False, raw_gates: bool = False
+) -> tuple[np.ndarray, int]:
     """One process, token by token: lab 10's priorities and capacity. Known mistakes:
     ``p_local > 0`` decides capacity per rank (``p_local`` ranks, local token order);
     ``token_major`` fills the experts token by token (each token's k choices together);

@@ -121,8 +121,13 @@ def _run(
     return np.asarray(got[0]), np.asarray(got[1]), mac
 
 
-def _one(student: Callable[..., object], case: str, shape: tuple[int, ...], ws: bool,
-         gen: np.random.Generator) -> int:  # fmt: skip
+def _one(
+    student: Callable[..., object],
+    case: str,
+    shape: tuple[int, ...],
+    ws: bool,
+    gen: np.random.Generator,
+) -> int:
     m, k, n, rows, cols = shape
     a = gen.integers(-4, 5, (m, k)).astype(np.float64)
     b = gen.integers(-4, 5, (k, n)).astype(np.float64)
@@ -131,8 +136,12 @@ def _one(student: Callable[..., object], case: str, shape: tuple[int, ...], ws: 
     head = f"[{case}] A {a.shape} @ B {b.shape} on a {rows}x{cols} array"
     if ws:
         total, compute, offset = 2 * rows + cols + m - 2, m + rows + cols - 2, rows
-        wrong = {m + k + n - 2: _NO_LOAD, m + rows + cols - 2: _NO_LOAD, rows + m: _FILL,
-                 rows + m + k + n - 2: _SMALL}  # fmt: skip
+        wrong = {
+            m + k + n - 2: _NO_LOAD,
+            m + rows + cols - 2: _NO_LOAD,
+            rows + m: _FILL,
+            rows + m + k + n - 2: _SMALL,
+        }
     else:
         total, compute, offset = 2 * rows + cols + k - 2, k + rows + cols - 2, 0
         wrong = {k + rows + cols - 2: _OS_DRAIN, m + n + k - 2 + rows: _OS_FILL}

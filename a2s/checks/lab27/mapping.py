@@ -67,21 +67,32 @@ def _floored(m: int, k: int, n: int, r: int, c: int, at_least: int = 0) -> int:
 
 
 _MISTAKES = (
-    Mistake("Double buffering: the next fold's weights load while this fold streams, so every "
-            "fold after the first costs max(M, R), not a whole 2R + C + M - 2.",
-            answer=lambda m, k, n, r, c: _ws(m, k, n, r, c, double=False)),
-    Mistake("Fill and drain: the first fold pays R (load) + M + R + C - 2, not R + M.",
-            answer=lambda m, k, n, r, c: _ws(m, k, n, r, c, fill=False)),
-    Mistake("Folds are whole: ceil(K/R) ceil(N/C) weight tiles, even when the last is partly "
-            "empty (a GEMV does not get cheaper than one fold).",
-            when=lambda got, m, k, n, r, c: isinstance(got, float) or got == (k * n) // (r * c)
-            or got in (_floored(m, k, n, r, c), _floored(m, k, n, r, c, at_least=1))),
-)  # fmt: skip
+    Mistake(
+        "Double buffering: the next fold's weights load while this fold streams, so every "
+        "fold after the first costs max(M, R), not a whole 2R + C + M - 2.",
+        answer=lambda m, k, n, r, c: _ws(m, k, n, r, c, double=False),
+    ),
+    Mistake(
+        "Fill and drain: the first fold pays R (load) + M + R + C - 2, not R + M.",
+        answer=lambda m, k, n, r, c: _ws(m, k, n, r, c, fill=False),
+    ),
+    Mistake(
+        "Folds are whole: ceil(K/R) ceil(N/C) weight tiles, even when the last is partly "
+        "empty (a GEMV does not get cheaper than one fold).",
+        when=lambda got, m, k, n, r, c: (
+            isinstance(got, float)
+            or got == (k * n) // (r * c)
+            or got in (_floored(m, k, n, r, c), _floored(m, k, n, r, c, at_least=1))
+        ),
+    ),
+)
 _CUBE_MISTAKES = (
-    Mistake("The cube does one whole 16x16x16 block per cycle: ceil(M/16) ceil(K/16) ceil(N/16), "
-            "a partial block costs a full cycle.",
-            answer=lambda m, k, n, cube: m * k * n // cube**3),
-)  # fmt: skip
+    Mistake(
+        "The cube does one whole 16x16x16 block per cycle: ceil(M/16) ceil(K/16) ceil(N/16), "
+        "a partial block costs a full cycle.",
+        answer=lambda m, k, n, cube: m * k * n // cube**3,
+    ),
+)
 
 
 def _msg(what: str) -> Callable[[Case, object, object, str], str]:
@@ -111,13 +122,30 @@ def check_mapped_cycles(
     for i in range(4):
         m, k, n = (int(v) for v in new.integers(1, 700, 3))
         shapes.append((fresh(f"random GEMM {i}"), m, k, n))
-    ws = [Case(f"{lbl}, 128x128", (m, k, n, 128, 128), _ws(m, k, n, 128, 128), _MISTAKES,
-               "One fold: 2R + C + M - 2; then (folds - 1) max(M, R).")
-          for lbl, m, k, n in shapes]  # fmt: skip
-    ws += [Case(f"{lbl}, 8x4 array", (m, k, n, 8, 4), _ws(m, k, n, 8, 4), _MISTAKES)
-           for lbl, m, k, n in shapes[:3] + shapes[-2:]]  # fmt: skip
-    cube = [Case(f"{lbl}, cube 16", (m, k, n, 16), _cube(m, k, n, 16), _CUBE_MISTAKES,
-                 "ceil(M/c) ceil(K/c) ceil(N/c) cycles.") for lbl, m, k, n in shapes]  # fmt: skip
+    ws = [
+        Case(
+            f"{lbl}, 128x128",
+            (m, k, n, 128, 128),
+            _ws(m, k, n, 128, 128),
+            _MISTAKES,
+            "One fold: 2R + C + M - 2; then (folds - 1) max(M, R).",
+        )
+        for lbl, m, k, n in shapes
+    ]
+    ws += [
+        Case(f"{lbl}, 8x4 array", (m, k, n, 8, 4), _ws(m, k, n, 8, 4), _MISTAKES)
+        for lbl, m, k, n in shapes[:3] + shapes[-2:]
+    ]
+    cube = [
+        Case(
+            f"{lbl}, cube 16",
+            (m, k, n, 16),
+            _cube(m, k, n, 16),
+            _CUBE_MISTAKES,
+            "ceil(M/c) ceil(K/c) ceil(N/c) cycles.",
+        )
+        for lbl, m, k, n in shapes
+    ]
     run_cases(mapped_cycles, ws, message=_msg("mapped_cycles"))
     run_cases(cube_cycles, cube, message=_msg("cube_cycles"))
     n_pre = len(gpt_gemms(config, 256, 32))
@@ -148,8 +176,9 @@ _TILE_CASES: list[
 ]
 
 
-def _one_tiles(student: Callable[..., object], case: str, m: int, k: int, n: int,
-               sram: int, ridge: float) -> float:  # fmt: skip
+def _one_tiles(
+    student: Callable[..., object], case: str, m: int, k: int, n: int, sram: int, ridge: float
+) -> float:
     got = plain(student(m, k, n, sram, ridge), case=case)
     assert_true(
         isinstance(got, (tuple, list))

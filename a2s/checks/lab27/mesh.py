@@ -23,8 +23,12 @@ _N = "minitorch.hardware.noc"
 _STEP = ((1, 0), (-1, 0), (0, 1), (0, -1))
 
 
-def _loads(traffic: list[tuple[tuple[int, int], tuple[int, int], float]], w: int, h: int,
-           y_first: bool = False) -> np.ndarray:  # fmt: skip
+def _loads(
+    traffic: list[tuple[tuple[int, int], tuple[int, int], float]],
+    w: int,
+    h: int,
+    y_first: bool = False,
+) -> np.ndarray:
     out = np.zeros((h, w, 4))
     for (x, y), (tx, ty), nbytes in traffic:
         moves = [(0 if tx > x else 1, abs(tx - x)), (2 if ty > y else 3, abs(ty - y))]
@@ -46,9 +50,13 @@ _NAMED = [
     ("one message north-west: x first, then y", 3, 3, [((2, 0), (0, 2), 7.0)]),
     ("to itself: no link", 2, 2, [((1, 1), (1, 1), 9.0)]),
     ("two messages share a link", 4, 1, [((0, 0), (3, 0), 2.0), ((1, 0), (2, 0), 3.0)]),
-    ("opposite directions are separate links", 2, 1,
-     [((0, 0), (1, 0), 1.0), ((1, 0), (0, 0), 4.0)]),
-]  # fmt: skip
+    (
+        "opposite directions are separate links",
+        2,
+        1,
+        [((0, 0), (1, 0), 1.0), ((1, 0), (0, 0), 4.0)],
+    ),
+]
 _YX = "Route x first, then y (dimension-order XY routing): the turn happens in the target's column."
 _BYTES = "Add the message's bytes to every link it crosses, not 1 per message."
 _EW = "Direction 0 is east (+x), 1 west (-x): your east and west are swapped."
@@ -93,25 +101,44 @@ def _mesh_hint(got: object, traffic: list, w: int, h: int) -> str:
     return _GENERIC
 
 
-@grader("27.5", blocks=(f"{_N}:xy_link_loads", f"{_N}:xy_route", f"{_N}:snake_ring",
-                        f"{_N}:congestion", f"{_N}:ring_traffic",
-                        f"{__name__}:_loads", f"{__name__}:_arrival"))  # fmt: skip
+@grader(
+    "27.5",
+    blocks=(
+        f"{_N}:xy_link_loads",
+        f"{_N}:xy_route",
+        f"{_N}:snake_ring",
+        f"{_N}:congestion",
+        f"{_N}:ring_traffic",
+        f"{__name__}:_loads",
+        f"{__name__}:_arrival",
+    ),
+)
 def check_mesh(xy_link_loads: Callable[..., object], ring_placement: Callable[..., object]) -> str:
     """Exercise 27.5: link loads under XY routing, and a one-hop ring on a 4 x 4 mesh."""
     new = fresh_rng("27.5")
     cases = list(_NAMED)
     for i in range(4):
         w, h = (int(v) for v in new.integers(2, 6, 2))
-        traffic = [((int(new.integers(w)), int(new.integers(h))),
-                    (int(new.integers(w)), int(new.integers(h))), float(new.integers(1, 100)))
-                   for _ in range(int(new.integers(3, 12)))]  # fmt: skip
+        traffic = [
+            (
+                (int(new.integers(w)), int(new.integers(h))),
+                (int(new.integers(w)), int(new.integers(h))),
+                float(new.integers(1, 100)),
+            )
+            for _ in range(int(new.integers(3, 12)))
+        ]
         cases.append((fresh(f"random traffic {i} on {w}x{h}"), w, h, traffic))
     for label, w, h, traffic in cases:
         got = plain(xy_link_loads(list(traffic), w, h), case=label)
         want = _loads(traffic, w, h)
         hint = _mesh_hint(got, traffic, w, h)
-        close(np.asarray(got, dtype=np.float64), want, case=label,
-              what="loads[y, x, direction]", hint=hint)  # fmt: skip
+        close(
+            np.asarray(got, dtype=np.float64),
+            want,
+            case=label,
+            what="loads[y, x, direction]",
+            hint=hint,
+        )
     place = plain(ring_placement(4, 4), case="4x4 mesh")
     nodes = [tuple(int(v) for v in p) for p in place] if isinstance(place, (list, tuple)) else []
     assert_true(

@@ -23,10 +23,21 @@ from minitorch.runtime.quant_serving import capstone_report
 __all__ = ["KEYS", "check_report"]
 
 KEYS = (
-    "throughput", "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99", "pass_speedup",
-    "token_speedup", "kv_peak_blocks", "kv_peak_bytes", "kv_reserved_blocks", "loss_fp32",
-    "loss_int8", "accuracy_fp32", "accuracy_served",
-)  # fmt: skip
+    "throughput",
+    "ttft_p50",
+    "ttft_p99",
+    "tpot_p50",
+    "tpot_p99",
+    "pass_speedup",
+    "token_speedup",
+    "kv_peak_blocks",
+    "kv_peak_bytes",
+    "kv_reserved_blocks",
+    "loss_fp32",
+    "loss_int8",
+    "accuracy_fp32",
+    "accuracy_served",
+)
 
 
 def _hint(key: str, got: dict[str, Any], want: dict[str, float], first: bool) -> str:
@@ -52,11 +63,15 @@ _BLOCKS = (
 )
 
 
-@grader("28.4", blocks=_BLOCKS, uses=(
-    ("28.1", "build_server", "minitorch.runtime.quant_serving:quant_engine"),
-    ("28.2", "work_counts", "minitorch.runtime.quant_serving:work_counts"),
-    ("28.3", "kv_usage", "minitorch.runtime.quant_serving:kv_usage"),
-))  # fmt: skip
+@grader(
+    "28.4",
+    blocks=_BLOCKS,
+    uses=(
+        ("28.1", "build_server", "minitorch.runtime.quant_serving:quant_engine"),
+        ("28.2", "work_counts", "minitorch.runtime.quant_serving:work_counts"),
+        ("28.3", "kv_usage", "minitorch.runtime.quant_serving:kv_usage"),
+    ),
+)
 def check_report(report: Callable[..., Any]) -> str:
     """Exercise 28.4: capstone_report(model, seed) -> dict of figures."""
     f, model = fresh_rng("28.4"), load_pretrained()

@@ -54,11 +54,14 @@ def _the_course_engine(engine: Any, cost: Any, label: str) -> None:
         ("the engine", engine, Engine),
         ("engine.runner", getattr(engine, "runner", None), PagedGPT),
         ("engine.runner.model", getattr(getattr(engine, "runner", None), "model", None), GPT),
-        ("engine.runner.cache", getattr(getattr(engine, "runner", None), "cache", None),
-         Int8PagedKVCache),
+        (
+            "engine.runner.cache",
+            getattr(getattr(engine, "runner", None), "cache", None),
+            Int8PagedKVCache,
+        ),
         ("engine.scheduler", getattr(engine, "scheduler", None), Scheduler),
         ("engine.blocks", getattr(engine, "blocks", None), BlockManager),
-    ]  # fmt: skip
+    ]
     for what, obj, cls in parts:
         if type(obj) is not cls:
             raise CheckFailure(
