@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import fresh_rng, grader, plain, rng
+from a2s.checks.cases import Mistake
+from a2s.checks.core import grader, plain
+from a2s.checks.table import Table
 
 __all__ = ["check_arithmetic_intensity", "check_matmul_flops"]
 
@@ -32,18 +33,8 @@ def _triple(g: np.random.Generator) -> tuple[int, int, int]:
     return m, n, k
 
 
-def _shapes(seed: int, exercise: str) -> list[tuple[tuple[int, int, int], bool]]:
-    """Named shapes, six seeded random ones, then three fresh ones (new every grading run)."""
-    named = [(2, 3, 4), (1, 1, 1), (4, 1, 7), (16, 16, 16)]
-    g, new = rng(seed), fresh_rng(exercise)
-    fixed = named + [_triple(g) for _ in range(6)]
-    drawn = [_triple(new) for _ in range(3)]
-    return [(s, False) for s in fixed] + [(s, True) for s in drawn]
-
-
-def _label(shape: tuple[int, ...], is_fresh: bool, more: str = "") -> str:
-    label = "m={}, n={}, k={}".format(*shape) + more
-    return fresh(label) if is_fresh else label
+_NAMED = [(2, 3, 4), (1, 1, 1), (4, 1, 7), (16, 16, 16)]
+_SHAPE = "m={}, n={}, k={}"
 
 
 _FLOP_MISTAKES = (
@@ -58,19 +49,23 @@ _FLOP_MISTAKES = (
 )
 
 
+FLOPS = Table(
+    "00.1",
+    truth=_counted_flops,
+    named=[(_SHAPE.format(*s), s) for s in _NAMED],
+    draw=lambda g, i: (_SHAPE.format(*(s := _triple(g))), s),
+    seeded=6,
+    fresh=3,
+    mistakes=_FLOP_MISTAKES,
+    what="matmul_flops",
+    message="[{label}] matmul_flops returned {got!r}, the loop performs {want}.{hint}",
+    seed=0,
+)
+
+
 @grader("00.1", blocks=(f"{_COSTS}:matmul_flops", f"{_COSTS}:arithmetic_intensity"))
 def check_matmul_flops(student) -> str:
-    cases = [
-        Case(_label(s, new), s, _counted_flops, _FLOP_MISTAKES) for s, new in _shapes(0, "00.1")
-    ]
-    n = run_cases(
-        student,
-        cases,
-        what="matmul_flops",
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] matmul_flops returned {got!r}, the loop performs {want}.{hint}"
-        ),
-    )
+    n = FLOPS.grade(student)
     big = plain(student(4096, 4096, 4096), what="matmul_flops")
     return f"{n} shapes match a counted loop; a 4096³ GEMM is {big / 1e9:,.1f} GFLOP"
 
@@ -96,25 +91,32 @@ _INTENSITY_MISTAKES = (
 )
 
 
+def _sizes(shape: tuple[int, int, int]) -> list[tuple[str, tuple[int, ...]]]:
+    """One shape at 4, 2 and 1 bytes per element."""
+    return [(f"{_SHAPE.format(*shape)}, {s} B/element", (*shape, s)) for s in (4, 2, 1)]
+
+
+INTENSITY = Table(
+    "00.2",
+    truth=_intensity,
+    named=[c for s in _NAMED for c in _sizes(s)],
+    draw=lambda g, i: _sizes(_triple(g)),
+    seeded=6,
+    fresh=3,
+    mistakes=_INTENSITY_MISTAKES,
+    what="arithmetic_intensity",
+    same=lambda got, want: abs(got - want) <= 1e-9 * want,
+    message="[{label}] got {got!r}, expected {want:.6g} FLOP/byte.{hint}",
+    seed=1,
+)
+
+
 @grader(
     "00.2",
     blocks=(f"{_COSTS}:arithmetic_intensity", f"{_COSTS}:matmul_bytes"),
     uses=(("00.1", "matmul_flops", f"{_COSTS}:matmul_flops"),),
 )
 def check_arithmetic_intensity(student) -> str:
-    cases = [
-        Case(_label(shape, new, f", {s} B/element"), (*shape, s), _intensity, _INTENSITY_MISTAKES)
-        for shape, new in _shapes(1, "00.2")
-        for s in (4, 2, 1)
-    ]
-    n = run_cases(
-        student,
-        cases,
-        what="arithmetic_intensity",
-        same=lambda got, want: abs(got - want) <= 1e-9 * want,
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] got {got!r}, expected {want:.6g} FLOP/byte.{hint}"
-        ),
-    )
+    n = INTENSITY.grade(student)
     square = plain(student(4096, 4096, 4096, 2), what="arithmetic_intensity")
     return f"{n} cases exact; a 4096³ BF16 GEMM does {square:,.0f} FLOP per byte moved"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import CheckFailure, assert_true, fresh_rng, grader, plain, rng
+from a2s.checks.cases import Mistake
+from a2s.checks.core import CheckFailure, assert_true, grader, plain
+from a2s.checks.table import Table
 
 __all__ = ["PREDICT_OPS", "check_prediction", "check_roofline"]
 
@@ -78,36 +79,35 @@ def _roof_case(g: Any) -> tuple[float, float, float]:
     return float(peak / bw * 2 ** g.uniform(-6, 6)), peak, bw
 
 
-@grader("05.2", blocks=_ROOF_BLOCKS)
-def check_roofline(roofline_bound) -> str:
-    named = [
+def _roof_drawn(g: Any, i: int) -> tuple[str, tuple[float, float, float]]:
+    a = _roof_case(g)
+    return f"I={a[0]:.4g}, peak={a[1]:.3g}, bw={a[2]:.3g}", a
+
+
+ROOF = Table(
+    "05.2",
+    truth=_truth,
+    named=[
         ("GEMV on a CPU", (0.5, 1e11, 4e10)),
         ("GEMM on a CPU", (170.0, 1e11, 4e10)),
         ("exactly at the ridge", (2.5, 1e11, 4e10)),
         ("H100 bf16, attention materialised", (63.0, 989.5e12, 3.35e12)),
         ("H100 bf16, attention fused", (2070.0, 989.5e12, 3.35e12)),
-    ]
-    cases = [
-        Case(label, args, lambda i, p, b: _truth(i, p, b), _ROOF_MISTAKES) for label, args in named
-    ]
-    cases += [
-        Case(f"I={a[0]:.4g}, peak={a[1]:.3g}, bw={a[2]:.3g}", a, _truth, _ROOF_MISTAKES)
-        for a in (_roof_case(rng(52)) for _ in range(6))
-    ]
-    fresh_g = fresh_rng("05.2")
-    cases += [
-        Case(fresh(f"I={a[0]:.4g}, peak={a[1]:.3g}, bw={a[2]:.3g}"), a, _truth, _ROOF_MISTAKES)
-        for a in (_roof_case(fresh_g) for _ in range(4))
-    ]
-    n = run_cases(
-        roofline_bound,
-        cases,
-        same=_same,
-        what="roofline_bound",
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] got {got!r}, expected ({want[0]:.6g}, {want[1]!r}).{hint}"
-        ),
-    )
+    ],
+    draw=_roof_drawn,
+    seeded=6,
+    fresh=4,
+    mistakes=_ROOF_MISTAKES,
+    same=_same,
+    what="roofline_bound",
+    message="[{label}] got {got!r}, expected ({want[0]:.6g}, {want[1]!r}).{hint}",
+    seed=52,
+)
+
+
+@grader("05.2", blocks=_ROOF_BLOCKS)
+def check_roofline(roofline_bound) -> str:
+    n = ROOF.grade(roofline_bound)
     return (
         f"{n} cases on the closed form; the H100's bf16 ridge point is {989.5 / 3.35:.0f} FLOP/byte"
     )
@@ -144,26 +144,31 @@ def _seconds(f: float, b: float, p: float, w: float) -> float:
     return max(f / p, b / w)
 
 
+def _time_drawn(g: Any, peak: float, bandwidth: float) -> tuple[str, tuple[float, ...]]:
+    f, b = 10 ** g.uniform(3, 12, size=2)
+    return f"{f:.3g} FLOP, {b:.3g} B", (f, b, peak, bandwidth)
+
+
+TIME = Table(
+    "05.3",
+    truth=_seconds,
+    named=[(name, (*fb, 1e11, 4e10)) for name, fb in PREDICT_OPS.items()],
+    draw=lambda g, i: _time_drawn(g, 1e11, 4e10),
+    draw_fresh=lambda g, i: _time_drawn(g, 5e12, 2e12),
+    seeded=4,
+    fresh=3,
+    mistakes=_TIME_MISTAKES,
+    same=lambda got, want: _near(got, want),
+    what="predicted_seconds",
+    message="[{label}] got {got!r}, expected {want:.6g} s.{hint}",
+    seed=53,
+)
+
+
 @grader("05.3", blocks=_ROOF_BLOCKS, uses=(("05.2", "roofline_bound", f"{_REF}:roofline_bound"),))
 def check_prediction(predicted_seconds, my_bounds, *, peak: float, bandwidth: float) -> str:
     named = [(name, (*fb, peak, bandwidth)) for name, fb in PREDICT_OPS.items()]
-    g, new = rng(53), fresh_rng("05.3")
-    drawn = [
-        (f"{f:.3g} FLOP, {b:.3g} B", (f, b, 1e11, 4e10))
-        for f, b in (10 ** g.uniform(3, 12, size=2) for _ in range(4))
-    ]
-    drawn += [
-        (fresh(f"{f:.3g} FLOP, {b:.3g} B"), (f, b, 5e12, 2e12))
-        for f, b in (10 ** new.uniform(3, 12, size=2) for _ in range(3))
-    ]
-    cases = [Case(label, args, _seconds, _TIME_MISTAKES) for label, args in named + drawn]
-    run_cases(
-        predicted_seconds,
-        cases,
-        same=lambda got, want: _near(got, want),
-        what="predicted_seconds",
-        message=lambda c, got, want, hint: f"[{c.label}] got {got!r}, expected {want:.6g} s.{hint}",
-    )
+    n = TIME.grade(predicted_seconds, named=named)
     guess = plain(my_bounds(), what="my_bounds")
     assert_true(
         isinstance(guess, dict), f"my_bounds() must return a dict, got {type(guess).__name__}."
@@ -181,6 +186,6 @@ def check_prediction(predicted_seconds, my_bounds, *, peak: float, bandwidth: fl
             )
     mem = sum(_truth(f / b, peak, bandwidth)[1] == "memory" for f, b in PREDICT_OPS.values())
     return (
-        f"{len(cases)} times match max(FLOPs/peak, bytes/bandwidth); {mem} of {len(PREDICT_OPS)} "
+        f"{n} times match max(FLOPs/peak, bytes/bandwidth); {mem} of {len(PREDICT_OPS)} "
         f"ops predicted memory-bound at this machine's ridge {ridge:.2f} FLOP/byte"
     )

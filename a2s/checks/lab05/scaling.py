@@ -6,11 +6,11 @@ squares line ``T = a + b/p`` solved here from its 2 x 2 normal equations by hand
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import fresh_rng, grader, rng
+from a2s.checks.cases import Mistake
+from a2s.checks.core import grader
+from a2s.checks.table import Table
 
 __all__ = ["check_serial_fraction", "check_speedups"]
 
@@ -64,42 +64,37 @@ _GUSTAFSON_MISTAKES = (
 _NAMED = [(0.0, 8.0), (1.0, 8.0), (0.1, 1.0), (0.05, 16.0), (0.25, 4.0), (0.01, 1024.0)]
 
 
-def _pairs(seed: int, exercise: str) -> list[tuple[str, tuple[float, float]]]:
-    g, new = rng(seed), fresh_rng(exercise)
-    out = [(f"f={f}, p={p:g}", (f, p)) for f, p in _NAMED]
-    for _ in range(5):
-        f, p = float(g.uniform(0, 1)), float(g.integers(2, 257))
-        out.append((f"f={f:.4f}, p={p:g}", (f, p)))
-    for _ in range(3):
-        f, p = float(new.uniform(0, 1)), float(new.integers(2, 257))
-        out.append((fresh(f"f={f:.4f}, p={p:g}"), (f, p)))
-    return out
+def _pair(g: Any, i: int) -> tuple[str, tuple[float, float]]:
+    f, p = float(g.uniform(0, 1)), float(g.integers(2, 257))
+    return f"f={f:.4f}, p={p:g}", (f, p)
 
 
-def _speedup_message(name: str) -> Callable[[Case, Any, Any, str], str]:
-    def message(c: Case, got: Any, want: Any, hint: str) -> str:
-        return f"[{c.label}] {name} returned {got!r}, expected {want:.9g}.{hint}"
+def _speedup(name: str, truth: Any, mistakes: tuple[Mistake, ...]) -> Table:
+    return Table(
+        "05.4",
+        truth=truth,
+        named=[(f"f={f}, p={p:g}", (f, p)) for f, p in _NAMED],
+        draw=_pair,
+        seeded=5,
+        fresh=3,
+        mistakes=mistakes,
+        same=lambda got, want: _near(got, want),
+        what=name,
+        message=f"[{{label}}] {name} returned {{got!r}}, expected {{want:.9g}}.{{hint}}",
+        seed=54,
+    )
 
-    return message
+
+AMDAHL = _speedup("amdahl", _amdahl, _AMDAHL_MISTAKES)
+GUSTAFSON = _speedup("gustafson", _gustafson, _GUSTAFSON_MISTAKES)
 
 
 @grader("05.4", blocks=(f"{_REF}:amdahl_speedup", f"{_REF}:gustafson_speedup", *_TRUTH))
 def check_speedups(amdahl, gustafson) -> str:
-    pairs = _pairs(54, "05.4")
-    for fn, truth, mistakes, name in (
-        (amdahl, _amdahl, _AMDAHL_MISTAKES, "amdahl"),
-        (gustafson, _gustafson, _GUSTAFSON_MISTAKES, "gustafson"),
-    ):
-        run_cases(
-            fn,
-            [Case(label, args, truth, mistakes) for label, args in pairs],
-            same=lambda got, want: _near(got, want),
-            what=name,
-            message=_speedup_message(name),
-        )
+    n = AMDAHL.grade(amdahl) + GUSTAFSON.grade(gustafson)
     f = 0.05
     return (
-        f"{2 * len(pairs)} cases on the closed forms; at f = 5 % on 1024 workers: Amdahl "
+        f"{n} cases on the closed forms; at f = 5 % on 1024 workers: Amdahl "
         f"{_amdahl(f, 1024):.1f}x (cap {1 / f:.0f}x), Gustafson {_gustafson(f, 1024):.0f}x"
     )
 
@@ -181,39 +176,36 @@ _FIT_TRUTH = tuple(
 )
 
 
+def _fit_drawn(noisy: bool) -> Any:
+    def draw(g: Any, k: int) -> tuple[str, tuple[list[float], list[float]]]:
+        p, t, f = _times(g, 0.02 if noisy or k >= 2 else 0.0)
+        return f"p={p}, f={f:.3f}", (p, t)
+
+    return draw
+
+
+FIT = Table(
+    "05.5",
+    truth=_least_squares,
+    named=[
+        ("exact, f=0.25, T1=4 s", ([1.0, 2.0, 4.0], [4.0, 2.5, 1.75]), None, 0.25),
+        ("exact, no serial part", ([1.0, 2.0, 8.0], [3.0, 1.5, 0.375]), None, 0.0),
+        ("2 cores, noisy", ([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2])),
+        ("unequal repeats", ([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8])),
+    ],
+    draw=_fit_drawn(noisy=False),
+    draw_fresh=_fit_drawn(noisy=True),
+    seeded=5,
+    fresh=3,
+    mistakes=_FIT_MISTAKES,
+    same=lambda got, want: _near(got, want, 1e-7),
+    what="fit_serial_fraction",
+    message="[{label}] fitted f = {got!r}, least squares on T = a + b/p gives {want:.6g}.{hint}",
+    seed=55,
+)
+
+
 @grader("05.5", blocks=(f"{_REF}:fit_serial_fraction", *_FIT_TRUTH, *_TRUTH))
 def check_serial_fraction(fit_serial_fraction) -> str:
-    cases = [
-        Case("exact, f=0.25, T1=4 s", ([1.0, 2.0, 4.0], [4.0, 2.5, 1.75]), 0.25, _FIT_MISTAKES),
-        Case("exact, no serial part", ([1.0, 2.0, 8.0], [3.0, 1.5, 0.375]), 0.0, _FIT_MISTAKES),
-        Case(
-            "2 cores, noisy",
-            ([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]),
-            _least_squares([1.0, 2.0, 1.0, 2.0], [2.0, 1.3, 2.1, 1.2]),
-            _FIT_MISTAKES,
-        ),
-        Case(
-            "unequal repeats",
-            ([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]),
-            _least_squares([1.0, 1.0, 1.0, 2.0, 4.0], [3.9, 4.2, 4.0, 2.4, 1.8]),
-            _FIT_MISTAKES,
-        ),
-    ]
-    g = rng(55)
-    for k in range(5):
-        p, t, f = _times(g, 0.0 if k < 2 else 0.02)
-        cases.append(Case(f"p={p}, f={f:.3f}", (p, t), _least_squares(p, t), _FIT_MISTAKES))
-    new = fresh_rng("05.5")
-    for _ in range(3):
-        p, t, f = _times(new, 0.02)
-        cases.append(Case(fresh(f"p={p}, f={f:.3f}"), (p, t), _least_squares(p, t), _FIT_MISTAKES))
-    n = run_cases(
-        fit_serial_fraction,
-        cases,
-        same=lambda got, want: _near(got, want, 1e-7),
-        what="fit_serial_fraction",
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] fitted f = {got!r}, least squares on T = a + b/p gives {want:.6g}.{hint}"
-        ),
-    )
+    n = FIT.grade(fit_serial_fraction)
     return f"{n} fits match least squares on T(p) = a + b/p, to 1e-7"

@@ -1,0 +1,61 @@
+"""One generic test over every grader written as a table (``a2s.checks.table``).
+
+For each table: its own truth, fed as the learner's function, passes every case; and every
+modelled mistake that computes its wrong answer (``Mistake(answer=...)``), fed as the
+learner's function, is rejected with its own hint. A mistake that only recognises an answer
+(``when=``) has no answer to feed; its test stays beside its grader.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any
+
+import pytest
+
+import a2s.checks
+from a2s.checks.errors import CheckFailure
+from a2s.checks.table import TABLES, Table
+
+
+def _load_every_grader() -> list[Table]:
+    for info in pkgutil.walk_packages(a2s.checks.__path__, "a2s.checks."):
+        if info.name.split(".")[2].startswith("lab"):
+            importlib.import_module(info.name)
+    return list(TABLES)
+
+
+_ALL = _load_every_grader()
+_MISTAKES = [
+    pytest.param(t, i, id=f"{t.exercise}-{i}")
+    for t in _ALL
+    for i, m in enumerate(t.mistakes)
+    if m.answer is not None
+]
+
+
+def test_tables_exist() -> None:
+    assert len(_ALL) >= 2
+
+
+@pytest.mark.parametrize("table", _ALL, ids=lambda t: t.exercise)
+def test_the_truth_passes_its_own_table(table: Table) -> None:
+    n = table.grade(table.truth)
+    assert n == len(table.cases()) > 0
+
+
+@pytest.mark.parametrize(("table", "index"), _MISTAKES)
+def test_each_modelled_mistake_gets_its_own_hint(table: Table, index: int) -> None:
+    mistake = table.mistakes[index]
+
+    def wrong(*args: Any) -> Any:
+        assert mistake.answer is not None
+        return mistake.answer(*args)
+
+    with pytest.raises(CheckFailure) as err:
+        table.grade(wrong)
+    assert mistake.message.strip() in str(err.value), (
+        f"{table.exercise}: the mistake {mistake.message.strip()[:60]!r} got another message:\n"
+        f"{err.value}"
+    )
