@@ -14,10 +14,11 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
+from a2s.checks.cases import Mistake, fresh
 from a2s.checks.compare import call, number
 from a2s.checks.core import CheckFailure, assert_close, assert_true, fresh_rng, grader
 from a2s.checks.core import plain as _plain
+from a2s.checks.table import Table
 
 __all__ = ["check_aux_losses", "check_predicted_drops", "torch_aux_losses"]
 
@@ -56,8 +57,12 @@ _MISTAKES = [
 ]
 
 
-def _case(wanted: list[int], n: int, cf: float, k: int, label: str) -> Case:
-    return Case(label, (tuple(wanted), n, cf, k), _want, _MISTAKES, "C = ceil(k N cf / E).")
+def _random(g: np.random.Generator, i: int) -> tuple[str, tuple[object, ...]]:
+    e, k = int(g.integers(2, 9)), int(g.integers(1, 3))
+    n = int(g.integers(1, 300))
+    wanted = np.bincount(g.integers(0, e, size=n * k), minlength=e).tolist()
+    cf = float(g.choice([0.5, 0.75, 1.0, 1.25, 1.5, 2.0]))
+    return f"random case {i}: E = {e}, k = {k}, cf = {cf}", (tuple(wanted), n, cf, k)
 
 
 def _ints(got: object, label: str) -> object:
@@ -72,6 +77,27 @@ def _ints(got: object, label: str) -> object:
     return got
 
 
+DROPS = Table(
+    "10.3",
+    truth=_want,
+    named=[
+        ("10 tokens, 4 experts, cf 1.0: 6 want expert 0", ((6, 2, 1, 1), 10, 1.0, 1)),
+        ("the same, cf 2.0", ((6, 2, 1, 1), 10, 2.0, 1)),
+        ("top-2: 20 assignments", ((9, 3, 4, 4), 10, 1.0, 2)),
+        ("perfect balance, cf 1.0: nothing dropped", ((32, 32, 32, 32), 128, 1.0, 1)),
+        ("one hot expert, cf 1.25", ((100, 10, 10, 8), 128, 1.25, 1)),
+        ("cf 0.5 (below 1)", ((5, 0, 0), 5, 0.5, 1)),
+    ],
+    draw=_random,
+    fresh=4,
+    mistakes=_MISTAKES,
+    hint="C = ceil(k N cf / E).",
+    read=_ints,
+    what="(capacity, dropped)",
+    message="[{label}] predicted {got!r}, expected {want!r}.{hint}",
+)
+
+
 @grader(
     "10.3",
     blocks=(
@@ -83,33 +109,8 @@ def _ints(got: object, label: str) -> object:
 )
 def check_predicted_drops(predict: Callable[..., object]) -> str:
     """Exercise 10.3: (capacity, dropped assignments) from the loads the router asks for."""
-    cases = [
-        _case([6, 2, 1, 1], 10, 1.0, 1, "10 tokens, 4 experts, cf 1.0: 6 want expert 0"),
-        _case([6, 2, 1, 1], 10, 2.0, 1, "the same, cf 2.0"),
-        _case([9, 3, 4, 4], 10, 1.0, 2, "top-2: 20 assignments"),
-        _case([32, 32, 32, 32], 128, 1.0, 1, "perfect balance, cf 1.0: nothing dropped"),
-        _case([100, 10, 10, 8], 128, 1.25, 1, "one hot expert, cf 1.25"),
-        _case([5, 0, 0], 5, 0.5, 1, "cf 0.5 (below 1)"),
-    ]
-    g = fresh_rng("10.3")
-    for i in range(4):
-        e, k = int(g.integers(2, 9)), int(g.integers(1, 3))
-        n = int(g.integers(1, 300))
-        wanted = np.bincount(g.integers(0, e, size=n * k), minlength=e).tolist()
-        cf = float(g.choice([0.5, 0.75, 1.0, 1.25, 1.5, 2.0]))
-        cases.append(
-            _case(wanted, n, cf, k, fresh(f"random case {i}: E = {e}, k = {k}, cf = {cf}"))
-        )
-    run_cases(
-        predict,
-        cases,
-        what="(capacity, dropped)",
-        read=_ints,
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] predicted {got!r}, expected {want!r}. {hint}"
-        ),
-    )
-    return f"{len(cases)} predictions exact (capacity and dropped assignments)"
+    n = DROPS.grade(predict)
+    return f"{n} predictions exact (capacity and dropped assignments)"
 
 
 def torch_aux_losses(logits: np.ndarray) -> tuple[float, float]:

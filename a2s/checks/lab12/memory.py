@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import fmt_bytes, fresh_rng, grader
+from a2s.checks.cases import Mistake
+from a2s.checks.core import fmt_bytes, grader
+from a2s.checks.table import Table
 
 __all__ = ["check_lora_memory", "lora_memory_loop"]
 
@@ -79,30 +80,30 @@ _NAMED = [
 ]
 
 
-def _fresh(gen: np.random.Generator) -> list[Case]:
-    cases = []
-    for i in range(3):
-        widths = [int(v) for v in gen.integers(1, 300, int(gen.integers(2, 6)))]
-        layers = list(itertools.pairwise(widths))
-        r, item = int(gen.integers(1, 17)), int(gen.choice([2, 4, 8]))
-        label = fresh(f"random {i}: widths {widths}, r {r}, itemsize {item}")
-        cases.append(Case(label, (layers, r, item), lora_memory_loop, _MISTAKES))
-    return cases
+def _random(gen: np.random.Generator, i: int) -> tuple[str, tuple[Any, ...]]:
+    widths = [int(v) for v in gen.integers(1, 300, int(gen.integers(2, 6)))]
+    layers = list(itertools.pairwise(widths))
+    r, item = int(gen.integers(1, 17)), int(gen.choice([2, 4, 8]))
+    return f"random {i}: widths {widths}, r {r}, itemsize {item}", (layers, r, item)
 
 
-def _message(case: Case, got: Any, want: Any, hint: str) -> str:
-    return f"[{case.label}] got {got!r}, expected {tuple(want)!r}. {hint}"
+MEMORY = Table(
+    "12.3",
+    truth=lora_memory_loop,
+    named=[(label, (layers, r, item)) for label, layers, r, item in _NAMED],
+    draw=_random,
+    fresh=3,
+    mistakes=_MISTAKES,
+    hint="Count per layer, then sum.",
+    same=lambda got, want: isinstance(got, (tuple, list)) and tuple(got) == tuple(want),
+    message="[{label}] got {got!r}, expected {want!r}.{hint}",
+)
 
 
 @grader("12.3", blocks=("minitorch.model.lora:adamw_state_bytes", f"{__name__}:lora_memory_loop"))
 def check_lora_memory(lora_memory: Callable[..., Any]) -> str:
     """Exercise 12.3: the four counts exactly, on named models and fresh ones."""
-    cases = [
-        Case(lbl, (ls, r, it), lora_memory_loop, _MISTAKES, "Count per layer, then sum.")
-        for lbl, ls, r, it in _NAMED
-    ] + _fresh(fresh_rng("12.3"))
-    same = lambda got, want: isinstance(got, (tuple, list)) and tuple(got) == tuple(want)  # noqa: E731
-    n = run_cases(lora_memory, cases, message=_message, same=same)
+    n = MEMORY.grade(lora_memory)
     full, lora, fb, lb = lora_memory_loop(_GPT2, 8, 4)
     return (
         f"{n} models (3 fresh) exact; GPT-2 small's linears at r = 8: {lora:,} of {full:,} "
