@@ -17,7 +17,7 @@ An exercise whose answer is a value of its inputs is graded by data, not code. A
 - ``mistakes``: each modelled wrong answer (:class:`~a2s.checks.cases.Mistake`) with the
   hint shown when the learner's answer is that one; ``hint``: the rule restated otherwise;
 - ``message``: the failure in the house format, a :meth:`str.format` template over
-  ``label``, ``what``, ``got``, ``want`` and ``hint`` (``{want[0]:.6g}`` works).
+  ``label``, ``what``, ``args``, ``got``, ``want`` and ``hint`` (``{want[0]:.6g}`` works).
 
 :meth:`Table.grade` runs it (through :func:`~a2s.checks.cases.run_cases`) and returns the
 number of cases. Every table made is listed in :data:`TABLES`, so one generic test feeds each
@@ -125,7 +125,8 @@ class Table:
         if callable(self.message):
             return self.message(case, got, want, hint)
         hint = f" {hint.lstrip()}" if hint else ""
-        return self.message.format(label=case.label, what=self.what, got=got, want=want, hint=hint)
+        fields = {"label": case.label, "what": self.what, "args": case.args, "hint": hint}
+        return self.message.format(got=got, want=want, **fields)
 
     def grade(
         self, student: Callable[..., Any], named: Sequence[tuple[Any, ...]] | None = None

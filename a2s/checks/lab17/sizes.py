@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import fresh_rng, grader
+from a2s.checks.cases import Mistake
+from a2s.checks.core import grader
 from a2s.checks.lab17._truth import KIB, MIB, plain_size_class
+from a2s.checks.table import Table
 
 __all__ = ["check_size_class"]
 
@@ -81,25 +82,31 @@ def _same(got: Any, want: Any) -> bool:
     return isinstance(got, tuple | list) and len(got) == 3 and tuple(got) == tuple(want)
 
 
+_FRESH_RANGES = [(1, 4 * KIB), (MIB // 2, 2 * MIB), (2 * MIB, 40 * MIB)]
+
+
+def _fresh_size(g: Any, i: int) -> tuple[str, tuple[int]]:
+    n = int(g.integers(*_FRESH_RANGES[i]))
+    return f"{n:,} bytes", (n,)
+
+
+SIZES = Table(
+    "17.1",
+    truth=plain_size_class,
+    named=[(label, (n,)) for label, n in _NAMED],
+    draw=_fresh_size,
+    fresh=len(_FRESH_RANGES),
+    mistakes=_MISTAKES,
+    same=_same,
+    what="size_class",
+    message=(
+        "[{label}] size_class({args[0]}) returned {got!r}, expected {want!r} "
+        "(rounded size, pool, segment bytes).{hint}"
+    ),
+)
+
+
 @grader("17.1", blocks=BLOCKS)
 def check_size_class(student: Any) -> str:
-    g = fresh_rng("17.1")
-    sizes = [
-        int(g.integers(1, 4 * KIB)),
-        int(g.integers(MIB // 2, 2 * MIB)),
-        int(g.integers(2 * MIB, 40 * MIB)),
-    ]
-    named = [(label, n) for label, n in _NAMED]
-    named += [(fresh(f"{n:,} bytes"), n) for n in sizes]
-    cases = [Case(label, (n,), plain_size_class(n), _MISTAKES) for label, n in named]
-    count = run_cases(
-        student,
-        cases,
-        same=_same,
-        what="size_class",
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] size_class({c.args[0]}) returned {got!r}, expected {want!r} "
-            f"(rounded size, pool, segment bytes). {hint}"
-        ),
-    )
+    count = SIZES.grade(student)
     return f"{count} requests: rounded to 512 B, pool and segment right (1 MiB boundary held)"

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import fresh_rng, grader
+from a2s.checks.cases import Mistake
+from a2s.checks.core import grader
 from a2s.checks.lab23.workers import plain_buckets
+from a2s.checks.table import Table
 
 __all__ = ["check_assign_buckets"]
 
@@ -77,6 +78,26 @@ _TEACHING = [
 ]
 
 
+def _random(gen: Any, i: int) -> tuple[str, tuple[list[int], int]]:
+    n = [int(v) for v in gen.integers(1, 5000, int(gen.integers(1, 12)))]
+    cap = int(gen.integers(1, 12000))
+    return f"nbytes={n}, cap={cap}", (n, cap)
+
+
+BUCKETS = Table(
+    "23.1",
+    truth=plain_buckets,
+    named=[(f"nbytes={n}, cap={c}", (n, c)) for n, c in _TEACHING],
+    draw=_random,
+    fresh=8,
+    mistakes=_MISTAKES,
+    hint=_RULE,
+    read=_as_lists,
+    what="buckets",
+    message="[{label}] got {got}, expected {want}.{hint}",
+)
+
+
 @grader(
     "23.1",
     blocks=(
@@ -87,23 +108,7 @@ _TEACHING = [
 )
 def check_assign_buckets(assign_buckets: Callable[..., Any]) -> str:
     """Exercise 23.1: ``assign_buckets(nbytes, bucket_bytes) -> list of index lists``."""
-    cases = [
-        Case(f"nbytes={n}, cap={c}", (n, c), plain_buckets(n, c), _MISTAKES) for n, c in _TEACHING
-    ]
-    gen = fresh_rng("23.1")
-    for _ in range(8):
-        n = [int(v) for v in gen.integers(1, 5000, int(gen.integers(1, 12)))]
-        cap = int(gen.integers(1, 12000))
-        cases.append(
-            Case(fresh(f"nbytes={n}, cap={cap}"), (n, cap), plain_buckets(n, cap), _MISTAKES)
-        )
-    total = run_cases(
-        assign_buckets,
-        cases,
-        what="buckets",
-        read=_as_lists,
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] got {got}, expected {want}. " + (hint or _RULE)
-        ),
+    total = BUCKETS.grade(assign_buckets)
+    return (
+        f"{total} layouts (8 fresh) bucketed in backward order; e.g. {plain_buckets(*_TEACHING[2])}"
     )
-    return f"{total} layouts (8 fresh) bucketed in backward order; e.g. {cases[2].want()}"
