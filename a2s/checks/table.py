@@ -111,7 +111,7 @@ class Table:
             new = fresh_rng(self.exercise)
             for i in range(self.fresh):
                 drawn = self._drawn(new, i, self.draw_fresh or self.draw)
-                out += [self._case(fresh(label), args) for label, args in drawn]
+                out += [self._case(fresh(row[0]), *row[1:]) for row in drawn]
         return out
 
     @staticmethod

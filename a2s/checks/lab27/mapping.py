@@ -10,11 +10,13 @@ HBM intensity at or above the ridge point (compute-bound): both are budgets, che
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
+from a2s.checks.cases import Mistake, fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain
+from a2s.checks.table import Table
 from minitorch.model.config import GPTConfig
 from minitorch.model.train import TINY
 
@@ -95,8 +97,43 @@ _CUBE_MISTAKES = (
 )
 
 
-def _msg(what: str) -> Callable[[Case, object, object, str], str]:
-    return lambda c, got, want, hint: f"[{c.label}] {what} = {got!r}, expected {want!r}. {hint}"
+_SHAPES = [(f"prefill {nm}", m, k, n) for nm, m, k, n in gpt_gemms(TINY, 256, 32)]
+_SHAPES += [(f"decode {nm}", m, k, n) for nm, m, k, n in gpt_gemms(TINY, 1, 32)]
+_SHAPES += [("one fold exactly", 128, 128, 128), ("many folds, short stream", 8, 512, 384)]
+
+
+def _on_arrays(label: str, m: int, k: int, n: int, small: bool) -> list[tuple[Any, ...]]:
+    """The case on a 128x128 array, and on an 8x4 one where ``small``."""
+    out: list[tuple[Any, ...]] = [(f"{label}, 128x128", (m, k, n, 128, 128))]
+    return out + [(f"{label}, 8x4 array", (m, k, n, 8, 4), "")] * small
+
+
+def _gemm(g: Any, i: int) -> tuple[int, int, int]:
+    m, k, n = (int(v) for v in g.integers(1, 700, 3))
+    return m, k, n
+
+
+WS = Table(
+    "27.3",
+    truth=_ws,
+    named=[c for lbl, *mkn in _SHAPES for c in _on_arrays(lbl, *mkn, small=False)]
+    + [c for lbl, *mkn in _SHAPES[:3] for c in _on_arrays(lbl, *mkn, small=True)[1:]],
+    draw=lambda g, i: _on_arrays(f"random GEMM {i}", *_gemm(g, i), small=i >= 2),
+    fresh=4,
+    mistakes=_MISTAKES,
+    hint="One fold: 2R + C + M - 2; then (folds - 1) max(M, R).",
+    message="[{label}] mapped_cycles = {got!r}, expected {want!r}.{hint}",
+)
+CUBE = Table(
+    "27.3",
+    truth=_cube,
+    named=[(f"{lbl}, cube 16", (m, k, n, 16)) for lbl, m, k, n in _SHAPES],
+    draw=lambda g, i: (f"random GEMM {i}, cube 16", (*_gemm(g, i), 16)),
+    fresh=4,
+    mistakes=_CUBE_MISTAKES,
+    hint="ceil(M/c) ceil(K/c) ceil(N/c) cycles.",
+    message="[{label}] cube_cycles = {got!r}, expected {want!r}.{hint}",
+)
 
 
 @grader(
@@ -114,46 +151,14 @@ def check_mapped_cycles(
     mapped_cycles: Callable[..., object], cube_cycles: Callable[..., object]
 ) -> str:
     """Exercise 27.3: cycles of (M, K, N) on an R x C WS array and on a 16^3 cube."""
-    config = TINY
-    shapes = [(f"prefill {nm}", m, k, n) for nm, m, k, n in gpt_gemms(config, 256, 32)]
-    shapes += [(f"decode {nm}", m, k, n) for nm, m, k, n in gpt_gemms(config, 1, 32)]
-    shapes += [("one fold exactly", 128, 128, 128), ("many folds, short stream", 8, 512, 384)]
-    new = fresh_rng("27.3")
-    for i in range(4):
-        m, k, n = (int(v) for v in new.integers(1, 700, 3))
-        shapes.append((fresh(f"random GEMM {i}"), m, k, n))
-    ws = [
-        Case(
-            f"{lbl}, 128x128",
-            (m, k, n, 128, 128),
-            _ws(m, k, n, 128, 128),
-            _MISTAKES,
-            "One fold: 2R + C + M - 2; then (folds - 1) max(M, R).",
-        )
-        for lbl, m, k, n in shapes
-    ]
-    ws += [
-        Case(f"{lbl}, 8x4 array", (m, k, n, 8, 4), _ws(m, k, n, 8, 4), _MISTAKES)
-        for lbl, m, k, n in shapes[:3] + shapes[-2:]
-    ]
-    cube = [
-        Case(
-            f"{lbl}, cube 16",
-            (m, k, n, 16),
-            _cube(m, k, n, 16),
-            _CUBE_MISTAKES,
-            "ceil(M/c) ceil(K/c) ceil(N/c) cycles.",
-        )
-        for lbl, m, k, n in shapes
-    ]
-    run_cases(mapped_cycles, ws, message=_msg("mapped_cycles"))
-    run_cases(cube_cycles, cube, message=_msg("cube_cycles"))
+    count = WS.grade(mapped_cycles) + CUBE.grade(cube_cycles)
+    shapes, config = _SHAPES, TINY
     n_pre = len(gpt_gemms(config, 256, 32))
     (_, m, k, n), (_, m1, k1, n1) = shapes[6], shapes[n_pre + 6]  # layer 0's mlp w1
     pre = m * k * n / (128 * 128 * _ws(m, k, n, 128, 128))
     dec = m1 * k1 * n1 / (128 * 128 * _ws(m1, k1, n1, 128, 128))
     return (
-        f"{len(ws) + len(cube)} mappings (8 fresh) exact; mlp w1 on 128x128: prefill "
+        f"{count} mappings (10 fresh) exact; mlp w1 on 128x128: prefill "
         f"{pre:.1%} of PE-cycles busy, decode {dec:.2%}"
     )
 
