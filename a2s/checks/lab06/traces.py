@@ -17,13 +17,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import assert_true, fresh_rng, grader, plain, rng
+from a2s.checks.cases import Case, Mistake, fresh
+from a2s.checks.core import assert_true, fresh_rng, grader, plain
 from a2s.checks.errors import CheckFailure
 from a2s.checks.lab06.events import _covers, line_events
 from a2s.checks.lab06.lru import BLOCKS as CACHE_BLOCKS
 from a2s.checks.lab06.lru import TRUTH_BLOCKS as LRU_TRUTH
 from a2s.checks.lab06.lru import plain_lru
+from a2s.checks.table import Table
 
 __all__ = ["check_blocked_trace", "check_loop_trace", "check_predicted_misses", "line_events"]
 
@@ -87,6 +88,36 @@ def _same(got: object, want: np.ndarray) -> bool:
     return g.shape == want.shape and g.dtype.kind in "iu" and bool(np.array_equal(g, want))
 
 
+def _trace_message(c: Case, got: object, want: np.ndarray, hint: str) -> str:
+    shape = f"{np.asarray(got).shape} {np.asarray(got).dtype}"
+    return (
+        f"[{c.label}] trace differs from the plain triple loop (expected {want.size} int "
+        f"addresses, A[i,k], B[k,j], C[i,j] per iteration; got {shape}). "
+        f"{hint or _layout_hint(got, want)}"
+    )
+
+
+def _random_order(g: np.random.Generator, i: int) -> tuple[str, tuple[int, str]]:
+    n, o = int(g.integers(3, 9)), str(g.choice(ORDERS))
+    return f"n={n}, order {o}", (n, o)
+
+
+TRACE = Table(
+    "06.2",
+    truth=lambda n, o: _plain_trace(n, o),
+    named=[
+        (f"n={n}, order {o}", (n, o))
+        for n, o in [(1, "ijk"), (2, "ijk"), (2, "ikj"), (3, "jki"), (4, "kij"), (3, "jik")]
+    ],
+    draw=_random_order,
+    seeded=6,
+    fresh=3,
+    mistakes=_TRACE_MISTAKES,
+    same=_same,
+    what="trace",
+    message=_trace_message,
+)
+
 _LOOP_N = 16  # n^3 = 4,096 iterations: a Python loop over them shows as >= 4,096 line events
 
 
@@ -95,30 +126,7 @@ _LOOP_N = 16  # n^3 = 4,096 iterations: a Python loop over them shows as >= 4,09
 )
 def check_loop_trace(loop_trace: Callable[..., object]) -> str:
     """Exercise 06.2: loop_trace(n, order) -> int64 byte addresses, A, B, C per iteration."""
-    cases = [
-        Case(f"n={n}, order {o}", (n, o), lambda n, o: _plain_trace(n, o), _TRACE_MISTAKES)
-        for n, o in [(1, "ijk"), (2, "ijk"), (2, "ikj"), (3, "jki"), (4, "kij"), (3, "jik")]
-    ]
-    gen, new = rng(602), fresh_rng("06.2")
-    cases += [
-        Case(f"n={n}, order {o}", (n, o), lambda n, o: _plain_trace(n, o), _TRACE_MISTAKES)
-        for n, o in [(int(gen.integers(3, 9)), str(gen.choice(ORDERS))) for _ in range(6)]
-    ]
-    cases += [
-        Case(fresh(f"n={n}, order {o}"), (n, o), lambda n, o: _plain_trace(n, o), _TRACE_MISTAKES)
-        for n, o in [(int(new.integers(3, 9)), str(new.choice(ORDERS))) for _ in range(3)]
-    ]
-    run_cases(
-        loop_trace,
-        cases,
-        same=_same,
-        what="trace",
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] trace differs from the plain triple loop (expected {want.size} int "
-            f"addresses, A[i,k], B[k,j], C[i,j] per iteration; got "
-            f"{np.asarray(got).shape} {np.asarray(got).dtype}). {hint or _layout_hint(got, want)}"
-        ),
-    )
+    count = TRACE.grade(loop_trace)
     n = _LOOP_N
     _, lines = line_events(loop_trace, n, "ikj")
     assert_true(
@@ -128,7 +136,7 @@ def check_loop_trace(loop_trace: Callable[..., object]) -> str:
         "with array operations: np.indices((n, n, n)) gives every loop counter at once.",
     )
     return (
-        f"{len(cases)} traces (3 fresh) equal the plain triple loop, {lines} Python lines at "
+        f"{count} traces (3 fresh) equal the plain triple loop, {lines} Python lines at "
         f"n={n} (no loop over its {n**3:,} iterations); n=64 has {3 * 64**3:,} accesses"
     )
 
