@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import assert_true, fresh_rng, grader, rng
+from a2s.checks.cases import Case, Mistake
+from a2s.checks.core import assert_true, grader
+from a2s.checks.table import Table
 from minitorch.compiler.loops import Kernel, stencil
 
 __all__ = ["brute_distances", "check_distance_vectors", "check_legality", "runs_in_order"]
@@ -96,31 +97,31 @@ _STENCILS = [
 ]
 
 
+def _random_stencil(g: np.random.Generator, i: int) -> tuple[str, tuple[object]]:
+    pairs = g.integers(-1, 2, (int(g.integers(2, 4)), 2)).tolist()
+    offs = [(int(di), int(dj)) for di, dj in pairs]
+    return f"offsets {offs}", (stencil(7, 7, offs),)
+
+
+DISTANCES = Table(
+    "15.2",
+    truth=brute_distances,
+    named=[(label, (stencil(7, 7, offs),)) for label, offs in _STENCILS],
+    draw=_random_stencil,
+    fresh=3,
+    mistakes=_DIST_MISTAKES,
+    read=_read_vectors,
+    what="distance vectors",
+    message="[{label}] got {got}, the dependent iteration pairs give {want}.{hint}",
+)
+
+
 @grader("15.2", blocks=(f"{_D}:distance_vectors", f"{_D}:_distance", f"{_G}:brute_distances"))
 def check_distance_vectors(distance_vectors: Callable[..., object]) -> str:
     """Exercise 15.2: the distance vectors of in-place 2-D stencils."""
-    cases = [
-        Case(label, (stencil(7, 7, offs),), brute_distances, _DIST_MISTAKES)
-        for label, offs in _STENCILS
-    ]
-    new = fresh_rng("15.2")
-    for _ in range(3):
-        pairs = new.integers(-1, 2, (int(new.integers(2, 4)), 2)).tolist()
-        offs = [(int(di), int(dj)) for di, dj in pairs]
-        cases.append(
-            Case(fresh(f"offsets {offs}"), (stencil(7, 7, offs),), brute_distances, _DIST_MISTAKES)
-        )
-    run_cases(
-        distance_vectors,
-        cases,
-        read=_read_vectors,
-        what="distance vectors",
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] got {got}, the dependent iteration pairs give {want}. {hint}"
-        ),
-    )
+    count = DISTANCES.grade(distance_vectors)
     skewed = brute_distances(stencil(7, 7, _STENCILS[1][1]))
-    return f"{len(cases)} stencils (3 fresh) match the dependent pairs; the skewed one: {skewed}"
+    return f"{count} stencils (3 fresh) match the dependent pairs; the skewed one: {skewed}"
 
 
 # --------------------------------------------------------------------------- 15.3
@@ -221,6 +222,48 @@ def _perms(dims: int) -> list[tuple[int, ...]]:
     )
 
 
+def _orders(label: str, ds: list[Vec]) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(f"{label}, order {p}", (ds, p)) for p in _perms(len(ds[0]))]
+
+
+def _bands(label: str, ds: list[Vec]) -> list[tuple[str, tuple[Any, ...]]]:
+    bands = [(0, 2)] if len(ds[0]) == 2 else [(0, 3), (1, 3), (0, 2)]
+    return [(f"{label}, band {b}", (ds, b)) for b in bands]
+
+
+def _legal_message(what: str) -> Callable[[Case, object, object, str], str]:
+    return lambda c, got, want, hint: (
+        f"[{c.label}] {what} returned {got!r}; running the transformed nest says "
+        f"{'legal' if want else 'illegal'}. {hint}"
+    )
+
+
+def _as_bool(got: object, case: str) -> object:
+    assert_true(type(got) in (bool, np.bool_), f"[{case}] return a bool, got {got!r}.")
+    return bool(got)
+
+
+def _legality(what: str, cases: Any, truth: Any, mistakes: Any) -> Table:
+    """Every set of distance vectors, named, seeded (one) and fresh (two), as cases."""
+
+    return Table(
+        "15.3",
+        truth=truth,
+        named=[c for label, ds in _SETS for c in cases(label, list(ds))],
+        draw=lambda g, i: cases(f"seeded {(ds := _fresh_set(g))}", ds),
+        draw_fresh=lambda g, i: cases(f"random {(ds := _fresh_set(g))}", ds),
+        seeded=1,
+        fresh=2,
+        mistakes=mistakes,
+        read=_as_bool,
+        message=_legal_message(what),
+    )
+
+
+PERMS = _legality("interchange_legal", _orders, _perm_legal, _PERM_MISTAKES)
+TILES = _legality("tiling_legal", _bands, _tile_legal, _TILE_MISTAKES)
+
+
 @grader(
     "15.3",
     blocks=(
@@ -237,36 +280,10 @@ def check_legality(
     interchange_legal: Callable[..., object], tiling_legal: Callable[..., object]
 ) -> str:
     """Exercise 15.3: interchange_legal(distances, perm) and tiling_legal(distances, band)."""
-    new = fresh_rng("15.3")
-    sets: list[tuple[str, list[Vec]]] = [(label, list(ds)) for label, ds in _SETS]
-    sets += [(fresh(f"random {s}"), s) for s in (_fresh_set(new), _fresh_set(new))]
-    seeded = _fresh_set(rng(1503))
-    sets.append((f"seeded {seeded}", seeded))
-    perm_cases, tile_cases = [], []
-    for label, ds in sets:
-        dims = len(ds[0])
-        perm_cases += [
-            Case(f"{label}, order {p}", (ds, p), _perm_legal, _PERM_MISTAKES) for p in _perms(dims)
-        ]
-        bands = [(0, 2)] if dims == 2 else [(0, 3), (1, 3), (0, 2)]
-        tile_cases += [
-            Case(f"{label}, band {b}", (ds, b), _tile_legal, _TILE_MISTAKES) for b in bands
-        ]
-
-    def message(what: str) -> Callable[[Case, object, object, str], str]:
-        return lambda c, got, want, hint: (
-            f"[{c.label}] {what} returned {got!r}; running the transformed nest says "
-            f"{'legal' if want else 'illegal'}. {hint}"
-        )
-
-    def as_bool(got: object, case: str) -> object:
-        assert_true(type(got) in (bool, np.bool_), f"[{case}] return a bool, got {got!r}.")
-        return bool(got)
-
-    run_cases(interchange_legal, perm_cases, read=as_bool, message=message("interchange_legal"))
-    run_cases(tiling_legal, tile_cases, read=as_bool, message=message("tiling_legal"))
-    illegal = sum(not c.want() for c in perm_cases)
+    n_perm = PERMS.grade(interchange_legal)
+    n_tile = TILES.grade(tiling_legal)
+    illegal = sum(not c.want() for c in PERMS.cases())
     return (
-        f"{len(perm_cases)} loop orders ({illegal} illegal) and {len(tile_cases)} tilings decided "
+        f"{n_perm} loop orders ({illegal} illegal) and {n_tile} tilings decided "
         "as the run order of the transformed nest does (2 sets fresh)"
     )
