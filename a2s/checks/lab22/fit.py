@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import DEFAULT_FORBID, fresh_rng, grader, rng
+from a2s.checks.cases import Mistake
+from a2s.checks.core import DEFAULT_FORBID, grader, rng
+from a2s.checks.table import Table
 
 __all__ = ["check_fit_alpha_beta"]
 
@@ -67,23 +68,17 @@ def _line(g: np.random.Generator, k: int, noise: float) -> tuple[np.ndarray, np.
     return n, t * (1 + noise * g.standard_normal(n.size))
 
 
-def _cases() -> list[tuple[str, np.ndarray, np.ndarray]]:
-    g, new = rng(22), fresh_rng("22.3")
-    out = [
-        ("two sizes: the line through them", np.array([0.0, 1e6]), np.array([5e-6, 105e-6])),
-        ("an exact line, 8 sizes", *_line(g, 8, 0.0)),
-        ("noisy times (5 %), 12 sizes", *_line(g, 12, 0.05)),
+def _named() -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    g = rng(22)
+    return [
+        ("two sizes: the line through them", (np.array([0.0, 1e6]), np.array([5e-6, 105e-6]))),
+        ("an exact line, 8 sizes", _line(g, 8, 0.0)),
+        ("noisy times (5 %), 12 sizes", _line(g, 12, 0.05)),
         (
             "a size measured twice",
-            np.array([64.0, 64, 4096, 1e6]),
-            np.array([3e-6, 4e-6, 5e-6, 90e-6]),
+            (np.array([64.0, 64, 4096, 1e6]), np.array([3e-6, 4e-6, 5e-6, 90e-6])),
         ),
     ]
-    out += [
-        (fresh(f"random line {i}, {10 + i} sizes, 10 % noise"), *_line(new, 10 + i, 0.1))
-        for i in range(3)
-    ]
-    return out
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -106,17 +101,23 @@ _FORBID = (
 )
 
 
+FIT = Table(
+    "22.3",
+    truth=_normal_equations,
+    named=_named(),
+    draw=lambda g, i: (f"random line {i}, {10 + i} sizes, 10 % noise", _line(g, 10 + i, 0.1)),
+    fresh=3,
+    mistakes=_MISTAKES,
+    same=_same,
+    what="fit_alpha_beta",
+    message=(
+        "[{label}] fit_alpha_beta returned {got!r}; least squares gives alpha = "
+        "{want[0]:.4g} s, beta = {want[1]:.4g} s/B.{hint}"
+    ),
+)
+
+
 @grader("22.3", blocks=("minitorch.comm.fit:fit_alpha_beta",), forbid=_FORBID)
 def check_fit_alpha_beta(student: Any) -> str:
-    cases = [Case(label, (n, t), _normal_equations(n, t), _MISTAKES) for label, n, t in _cases()]
-    k = run_cases(
-        student,
-        cases,
-        what="fit_alpha_beta",
-        same=_same,
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] fit_alpha_beta returned {got!r}; least squares gives alpha = "
-            f"{want[0]:.4g} s, beta = {want[1]:.4g} s/B.{hint}"
-        ),
-    )
+    k = FIT.grade(student)
     return f"{k} data sets match the closed-form least squares (to 1e-6 relative)"
