@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import assert_true, fresh_rng, grader, plain
+from a2s.checks.cases import Mistake
+from a2s.checks.core import assert_true, grader, plain
 from a2s.checks.lab23.workers import plain_buckets
+from a2s.checks.table import Table
 
 __all__ = ["check_exposed_comm", "plain_exposed"]
 
@@ -58,9 +59,49 @@ _MISTAKES = [
 ]
 
 
-def _case(label: str, compute: list[float], nbytes: list[int], cap: int, a: float, b: float):
-    args = (compute, nbytes, plain_buckets(nbytes, cap), a, b)
-    return Case(label, args, plain_exposed(*args), _MISTAKES)
+def _args(compute: list[float], nbytes: list[int], cap: int, a: float, b: float) -> tuple:
+    return (compute, nbytes, plain_buckets(nbytes, cap), a, b)
+
+
+def _random(gen: Any, i: int) -> tuple[str, tuple]:
+    n = int(gen.integers(1, 10))
+    comp = [float(v) for v in gen.uniform(1e-4, 3e-3, n)]
+    nb = [int(v) for v in gen.integers(1_000, 5_000_000, n)]
+    cap = int(gen.integers(1, 10_000_000))
+    return f"n={n}, cap={cap}", _args(comp, nb, cap, float(gen.uniform(0, 1e-3)), 1e-9)
+
+
+_LAYERS = [1e-3, 2e-3, 1e-3, 2e-3, 1e-3, 2e-3]
+_SIZES = [4_000_000, 16_000, 4_000_000, 16_000, 4_000_000, 16_000]
+EXPOSED = Table(
+    "23.3",
+    truth=plain_exposed,
+    named=[
+        # buckets launched out of index order: the one case where forward readiness, no
+        # overlap and overlapping buckets give three different wrong answers (on 23.1's
+        # reverse-order buckets forward readiness queues every bucket after backward)
+        (
+            "3 layers, buckets [[1], [0], [2]]",
+            ([1.0, 2.0, 3.0], [10, 10, 10], [[1], [0], [2]], 2.0, 0.0),
+        ),
+        *(
+            (f"6 layers, cap={cap} B", _args(_LAYERS, _SIZES, cap, 5e-4, 1e-9))
+            for cap in (10**9, 4_016_000, 1)
+        ),
+        ("first bucket waits for the channel", _args([1.0, 1.0, 1.0], [10, 10, 10], 10, 1.5, 0.0)),
+    ],
+    draw=_random,
+    fresh=6,
+    mistakes=_MISTAKES,
+    hint=(
+        "Gradient i is ready at compute[n-1] + ... + compute[i]; a bucket starts at "
+        "max(its LAST gradient ready, the channel free), lasts alpha + beta * its "
+        "bytes; return max(0, end of the last all-reduce - end of backward)."
+    ),
+    same=lambda got, want: isinstance(got, float) and abs(got - want) <= 1e-12 + 1e-9 * abs(want),
+    what="exposed seconds",
+    message="[{label}] got {got!r} s, expected {want!r} s.{hint}",
+)
 
 
 @grader(
@@ -84,47 +125,8 @@ def check_exposed_comm(
             f"nothing overlaps: the whole all-reduce, alpha + beta * total bytes = {want!r} s, "
             "runs after backward.",
         )
-    layers = [1e-3, 2e-3, 1e-3, 2e-3, 1e-3, 2e-3]
-    sizes = [4_000_000, 16_000, 4_000_000, 16_000, 4_000_000, 16_000]
-    # buckets launched out of index order: the one case where forward readiness, no overlap
-    # and overlapping buckets give three different wrong answers (on 23.1's reverse-order
-    # buckets forward readiness queues every bucket after backward, i.e. no overlap)
-    mixed = ([1.0, 2.0, 3.0], [10, 10, 10], [[1], [0], [2]], 2.0, 0.0)
-    cases = [Case("3 layers, buckets [[1], [0], [2]]", mixed, plain_exposed(*mixed), _MISTAKES)]
-    cases += [
-        _case(f"6 layers, cap={cap} B", layers, sizes, cap, 5e-4, 1e-9)
-        for cap in (10**9, 4_016_000, 1)
-    ]
-    cases.append(
-        _case("first bucket waits for the channel", [1.0, 1.0, 1.0], [10, 10, 10], 10, 1.5, 0.0)
-    )
-    gen = fresh_rng("23.3")
-    for _ in range(6):
-        n = int(gen.integers(1, 10))
-        comp = [float(v) for v in gen.uniform(1e-4, 3e-3, n)]
-        nb = [int(v) for v in gen.integers(1_000, 5_000_000, n)]
-        cap = int(gen.integers(1, 10_000_000))
-        cases.append(
-            _case(fresh(f"n={n}, cap={cap}"), comp, nb, cap, float(gen.uniform(0, 1e-3)), 1e-9)
-        )
-    total = run_cases(
-        exposed_comm,
-        cases,
-        what="exposed seconds",
-        same=lambda got, want: (
-            isinstance(got, float) and abs(got - want) <= 1e-12 + 1e-9 * abs(want)
-        ),
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] got {got!r} s, expected {want!r} s. "
-            + (
-                hint
-                or "Gradient i is ready at compute[n-1] + ... + compute[i]; a bucket starts at "
-                "max(its LAST gradient ready, the channel free), lasts alpha + beta * its "
-                "bytes; return max(0, end of the last all-reduce - end of backward)."
-            )
-        ),
-    )
-    one, best = cases[1].want(), cases[2].want()
+    total = EXPOSED.grade(exposed_comm)
+    one, best = (plain_exposed(*EXPOSED.named[k][1]) for k in (1, 2))
     return (
         f"prediction right; {total} timelines (6 fresh); one bucket exposes {one * 1e3:.2f} ms, "
         f"4 MB buckets {best * 1e3:.2f} ms"
