@@ -39,6 +39,7 @@ modelled mistake to its table as the learner's answer (``tests/checks/test_table
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,7 +104,8 @@ class Table:
     def cases(self, named: Sequence[tuple[Any, ...]] | None = None) -> list[Case]:
         """The named cases (``named`` for this run, when given, replaces the table's: cases
         that depend on the grader's arguments), then the seeded ones, then the fresh ones."""
-        out = [self._case(*row) for row in (self.named if named is None else named)]
+        rows = copy.deepcopy(list(self.named if named is None else named))  # never the table's own
+        out = [self._case(*row) for row in rows]
         if self.draw is not None:
             gen = rng(_seed(self.exercise) if self.seed is None else self.seed)
             seeded = (self._drawn(gen, i, self.draw) for i in range(self.seeded))

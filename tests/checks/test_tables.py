@@ -8,6 +8,7 @@ learner's function, is rejected with its own hint. A mistake that only recognise
 
 from __future__ import annotations
 
+import copy
 import importlib
 import pkgutil
 from typing import Any
@@ -59,3 +60,19 @@ def test_each_modelled_mistake_gets_its_own_hint(table: Table, index: int) -> No
         f"{table.exercise}: the mistake {mistake.message.strip()[:60]!r} got another message:\n"
         f"{err.value}"
     )
+
+
+def test_a_learner_who_changes_the_inputs_changes_no_table() -> None:
+    """The named cases are copied for every run: sorting a list in place changes nothing."""
+    from a2s.checks.lab19.predict import STEPS
+
+    before = copy.deepcopy([row[1] for row in STEPS.named])
+
+    def sorts_in_place(lens: list[int], b: int, policy: str) -> int:
+        lens.sort()
+        return 0
+
+    with pytest.raises(CheckFailure):
+        STEPS.grade(sorts_in_place)
+    assert [row[1] for row in STEPS.named] == before
+    assert STEPS.grade(STEPS.truth) == len(STEPS.cases())
