@@ -124,7 +124,7 @@ def run_cases(
         # in place must not change what they are compared with
         want = _snapshot(case.want())
         with case_label(case.label):  # an error the student's code raises names the case
-            answer = student(*case.args)
+            answer = student(*_snapshot(case.args))  # a copy: the mistakes see the case's own
         got = plain(answer, what=what, case=case.label)
         got = read(got, case.label) if read is not None else got
         try:

@@ -8,13 +8,14 @@ the byte address, no line at all), so a wrong answer is named.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 
-from a2s.checks.cases import fresh
-from a2s.checks.core import assert_true, fresh_rng, grader, plain, rng
-from a2s.checks.errors import CheckFailure
+from a2s.checks.cases import Case, Mistake
+from a2s.checks.core import grader
+from a2s.checks.table import Table
 
 __all__ = ["check_lru_hits", "plain_lru"]
 
@@ -78,51 +79,58 @@ def _configs(gen: np.random.Generator) -> tuple[int, int, int]:
     return line * ways * sets, line, ways
 
 
-def _one(
-    student: Callable[..., object], addrs: list[int], cfg: tuple[int, int, int], case: str
-) -> int:
-    size, line, ways = cfg
-    arr = np.asarray(addrs, dtype=np.int64)
-    got = np.asarray(plain(student(arr.copy(), size, line, ways), case=case))
-    want = plain_lru(arr, size, line, ways)
-    where = f"[{case}] size={size}, line={line}, ways={ways}"
-    assert_true(
-        got.shape == want.shape, f"{where}: return one bool per access, shape {want.shape}."
-    )
-    got = got.astype(bool)
-    if np.array_equal(got, want):
-        return int((~want).sum())
-    hint = next(
-        (
-            h
-            for bug, h in _HINTS.items()
-            if np.array_equal(got, plain_lru(arr, size, line, ways, bug))
-        ),
-        "Compare with a plain loop: per access, line = addr // line, set = line % sets; a hit "
-        "moves the line to the most recent end, a miss in a full set evicts the oldest.",
-    )
-    t = int(np.argmax(got != want))
-    raise CheckFailure(
-        f"{where}: access {t} (address {addrs[t]}) is a {'hit' if got[t] else 'miss'} in yours, "
+def _same(got: object, want: np.ndarray) -> bool:
+    g = np.asarray(got)
+    return g.shape == want.shape and bool(np.array_equal(g.astype(bool), want))
+
+
+def _message(c: Case, got: object, want: np.ndarray, hint: str) -> str:
+    addrs, size, line, ways = c.args
+    where = f"[{c.label}] size={size}, line={line}, ways={ways}"
+    g = np.asarray(got)
+    if g.shape != want.shape:
+        return f"{where}: return one bool per access, shape {want.shape}."
+    t = int(np.argmax(g.astype(bool) != want))
+    return (
+        f"{where}: access {t} (address {addrs[t]}) is a {'hit' if g[t] else 'miss'} in yours, "
         f"a {'hit' if want[t] else 'miss'} in LRU. {hint}"
     )
+
+
+def _random(g: np.random.Generator, i: int) -> tuple[str, tuple[object, ...]]:
+    cfg = _configs(g)
+    span = int(g.integers(2, 6)) * cfg[0]  # a few cache sizes of addresses
+    addrs = (g.integers(0, span // 8, int(g.integers(20, 400))) * 8).astype(np.int64)
+    return f"random trace {i}", (addrs, *cfg)
+
+
+LRU = Table(
+    "06.1",
+    truth=plain_lru,
+    named=[(label, (np.asarray(addrs, dtype=np.int64), *cfg)) for label, addrs, cfg in _NAMED],
+    draw=_random,
+    seeded=30,
+    fresh=10,
+    mistakes=[
+        Mistake(h, answer=functools.partial(plain_lru, bug=bug)) for bug, h in _HINTS.items()
+    ],
+    hint=(
+        "Compare with a plain loop: per access, line = addr // line, set = line % sets; a hit "
+        "moves the line to the most recent end, a miss in a full set evicts the oldest."
+    ),
+    same=_same,
+    message=_message,
+)
 
 
 @grader("06.1", blocks=(*BLOCKS, *TRUTH_BLOCKS))
 def check_lru_hits(lru_hits: Callable[..., object]) -> str:
     """Exercise 06.1: lru_hits(addrs, size, line, ways) -> bool per access."""
-    misses = accesses = 0
-    cases = [(label, addrs, cfg) for label, addrs, cfg in _NAMED]
-    for g, count, mark in ((rng(601), 30, str), (fresh_rng("06.1"), 10, fresh)):
-        for i in range(count):
-            cfg = _configs(g)
-            span = int(g.integers(2, 6)) * cfg[0]  # a few cache sizes of addresses
-            addrs = (g.integers(0, span // 8, int(g.integers(20, 400))) * 8).tolist()
-            cases.append((mark(f"random trace {i}"), addrs, cfg))
-    for label, addrs, cfg in cases:
-        misses += _one(lru_hits, addrs, cfg, label)
-        accesses += len(addrs)
+    count = LRU.grade(lru_hits)
+    cases = LRU.cases()
+    misses = sum(int((~c.want()).sum()) for c in cases)
+    accesses = sum(len(c.args[0]) for c in cases)
     return (
-        f"{len(cases)} traces (10 fresh), {accesses:,} accesses: every hit and miss as a "
+        f"{count} traces (10 fresh), {accesses:,} accesses: every hit and miss as a "
         f"plain-loop LRU ({misses:,} misses)"
     )
