@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import fresh
+from a2s.checks.cases import Mistake, fresh
 from a2s.checks.compare import number
 from a2s.checks.core import assert_true, fresh_rng, grader, plain, rng
 from a2s.checks.lab16._truth import intervals, schedule, step_time
+from a2s.checks.table import Table
 
 __all__ = ["check_bucket_schedule", "check_choose_bucket", "check_predict_exposed"]
 
@@ -136,21 +137,45 @@ _TEACH_3 = [
     ("balanced", (16, 1.0, 100, 4, 1.0, 0.01)),
 ]
 
-_PREDICT_HINTS = [
-    (
-        lambda n, t, g, k, a, b: a + b * k * g,
+_PREDICT_MISTAKES = [
+    Mistake(
         "Only the last bucket is exposed when communication keeps up (c <= k t); here it does "
         "not: the comm stream is still busy with earlier buckets.",
+        answer=lambda n, t, g, k, a, b: a + b * k * g,
     ),
-    (
-        lambda n, t, g, k, a, b: (n // k) * (a + b * k * g),
+    Mistake(
         "That is the no-overlap cost (every all-reduce after backward).",
+        answer=lambda n, t, g, k, a, b: (n // k) * (a + b * k * g),
     ),
-    (
-        lambda n, t, g, k, a, b: k * t + (n // k) * (a + b * k * g) - n * t,
+    Mistake(
         "When comm keeps up, the last bucket still takes c after backward ends: take the max.",
+        answer=lambda n, t, g, k, a, b: k * t + (n // k) * (a + b * k * g) - n * t,
     ),
 ]
+
+
+def _uniform(gen: np.random.Generator, i: int) -> tuple[str, tuple[Any, ...]]:
+    k = int(gen.choice([1, 2, 3, 4, 6]))
+    n, t, g = k * int(gen.integers(1, 7)), float(gen.uniform(0.5, 2)), int(gen.integers(10, 500))
+    return f"k={k}", (n, t, g, k, float(gen.uniform(0, 2)), float(gen.uniform(0, 0.02)))
+
+
+def _read_number(got: Any, label: str) -> float:
+    return number(got, case=label, message=f"[{label}] return a number")
+
+
+EXPOSED = Table(
+    "16.3",
+    truth=_exposed,
+    named=_TEACH_3,
+    draw=_uniform,
+    fresh=8,
+    mistakes=_PREDICT_MISTAKES,
+    hint="The comm stream ends at max over buckets j of (j k t + (n - j + 1) c).",
+    read=_read_number,
+    same=lambda got, want: bool(np.isclose(got, want, rtol=1e-6, atol=1e-9)),
+    message="[{label}] predicted {got:.10g}, the schedule exposes {want:.10g}.{hint}",
+)
 
 
 @grader(
@@ -167,35 +192,8 @@ _PREDICT_HINTS = [
 )
 def check_predict_exposed(predict_exposed: Callable[..., Any]) -> str:
     """Exercise 16.3: exposed all-reduce time for L equal layers, k layers per bucket."""
-    cases = list(_TEACH_3)
-    gen = fresh_rng("16.3")
-    for _ in range(8):
-        k = int(gen.choice([1, 2, 3, 4, 6]))
-        cases.append(
-            (
-                fresh(f"k={k}"),
-                (
-                    k * int(gen.integers(1, 7)),
-                    float(gen.uniform(0.5, 2)),
-                    int(gen.integers(10, 500)),
-                    k,
-                    float(gen.uniform(0, 2)),
-                    float(gen.uniform(0, 0.02)),
-                ),
-            )
-        )
-    for label, args in cases:
-        want = _exposed(*args)
-        got = number(predict_exposed(*args), case=label, message=f"[{label}] return a number")
-        if not np.isclose(got, want, rtol=1e-6, atol=1e-9):
-            hint = next(
-                (h for f, h in _PREDICT_HINTS if np.isclose(got, f(*args), rtol=1e-6)),
-                "The comm stream ends at max over buckets j of (j k t + (n - j + 1) c).",
-            )
-            assert_true(
-                False, f"[{label}] predicted {got:.10g}, the schedule exposes {want:.10g}. {hint}"
-            )
-    return f"{len(cases)} predictions (8 fresh) equal the simulated exposed time"
+    count = EXPOSED.grade(predict_exposed)
+    return f"{count} predictions (8 fresh) equal the simulated exposed time"
 
 
 def _caps(g: list[int]) -> list[int]:
