@@ -145,7 +145,7 @@ def _stubs(lab: str) -> list[tuple[types.FunctionType, types.CodeType, types.Cod
                 continue
             for fn, owner in members:
                 code = fn.__code__
-                if code.co_freevars or code.co_name == "_truth" or code.co_code in _STUB_BYTES:
+                if code.co_freevars or code.co_code in _STUB_BYTES:
                     continue  # a closure cannot take a stub; swapped already
                 shadow = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__)
                 shadow.__kwdefaults__ = fn.__kwdefaults__

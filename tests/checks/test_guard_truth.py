@@ -145,3 +145,17 @@ def test_a_hint_can_be_chosen_by_matching_the_answer() -> None:
     with pytest.raises(CheckFailure) as caught:
         assert_close(want + 1, want, case="c", hint=doubled)
     assert "doubled" not in str(caught.value)  # another mistake: no hint by default
+
+
+def test_a_grader_function_named_like_the_stub_is_blocked_too() -> None:
+    """A grader's own ``_truth`` (the name the guard's stub has) is swapped like any other."""
+    from a2s.checks.lab09 import positions
+
+    x = np.arange(8.0).reshape(2, 4)
+
+    def cheat(x):
+        return positions._truth(x)
+
+    with pytest.raises(ReferenceCalledError, match=r"positions\._truth"):
+        guarded(cheat, "09.3", ())(x)
+    assert positions._truth.__code__.co_name == "_truth"  # restored, callable outside
