@@ -23,8 +23,8 @@ from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, plain
 from a2s.checks.errors import CheckFailure, StudentError
 from a2s.checks.harness import run_apart
+from a2s.checks.lab22._truth import _World
 from a2s.checks.lab22.hosts import _QueuePair, _Region
-from a2s.checks.lab22.world import _World
 from a2s.checks.values import assert_true
 
 __all__ = ["check_rdma_put", "check_send_recv"]

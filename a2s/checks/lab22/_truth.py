@@ -1,4 +1,4 @@
-"""The grader's side of exercises 22.1 and 22.2: two simulated hosts, their regions and the
+"""Lab 22's trusted side (exercises 22.1 and 22.2): two simulated hosts, their regions and the
 log of every verb, served to the learner's child process as requests."""
 
 from __future__ import annotations
