@@ -62,17 +62,8 @@ def _cases(exercise: str) -> list[Spec]:
     for i in range(3):
         n, d = int(g.integers(1, 70)), int(g.integers(1, 17))
         bq, bk, causal = int(g.integers(8, 20)), int(g.integers(8, 20)), bool(g.integers(0, 2))
-        new.append(
-            (
-                fresh(f"random case {i}: n = {n}, d = {d}, blocks {bq}/{bk}, causal {causal}"),
-                n,
-                d,
-                bq,
-                bk,
-                causal,
-                None,
-            )
-        )
+        label = fresh(f"random case {i}: n = {n}, d = {d}, blocks {bq}/{bk}, causal {causal}")
+        new.append((label, n, d, bq, bk, causal, None))
     return _NAMED + new
 
 
