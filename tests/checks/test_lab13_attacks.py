@@ -18,7 +18,7 @@ import pytest
 
 from a2s.checks import lab13
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
-from a2s.checks.lab13 import common
+from a2s.checks.lab13 import _truth
 from minitorch.autograd import Tensor
 from minitorch.compiler import capture, fusion, interp, ir
 from minitorch.compiler.ir import Graph, Node
@@ -371,7 +371,7 @@ class AnyGraph(Graph):
 def trace_expected(fn, xs):
     """The grader's own expected graph of the MLP, whatever fn is."""
     _, params = capture_free_mlp()
-    return common.mlp_graph(params, xs[0].shape[0], "relu")
+    return _truth.mlp_graph(params, xs[0].shape[0], "relu")
 
 
 def capture_free_mlp():
@@ -643,7 +643,7 @@ ATTEMPTS += [
         "13.5",
         "the grader's fx count",
         lambda: lab13.check_compare_fx(
-            lambda g, nodes: (compare_with_fx(g, nodes)[0], common.fx_counts(nodes))
+            lambda g, nodes: (compare_with_fx(g, nodes)[0], _truth.fx_counts(nodes))
         ),
         error=ReferenceCalledError,
     ),
@@ -659,7 +659,7 @@ ATTEMPTS += [
         lambda: lab13.check_compare_fx(
             lambda g, nodes: (
                 compare_with_fx(g, nodes)[0],
-                fx_by_counter(g, common.fx_nodes(common.torch_mlp({}, "relu")))[1],
+                fx_by_counter(g, _truth.fx_nodes(_truth.torch_mlp({}, "relu")))[1],
             )
         ),
         error=ReferenceCalledError,

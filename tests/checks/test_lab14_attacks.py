@@ -119,7 +119,7 @@ ATTEMPTS = [
         "14.1",
         "the grader's live set",
         lambda: lab14.check_dce(
-            lambda g: Graph([n for n in g.nodes if n.name in lab14.common.live_names(g)], g.outputs)
+            lambda g: Graph([n for n in g.nodes if n.name in lab14._truth.live_names(g)], g.outputs)
         ),
         error=ReferenceCalledError,
     ),
@@ -211,7 +211,7 @@ ATTEMPTS += [
     cheat(
         "14.2",
         "the grader's value count",
-        lambda: lab14.check_cse(lambda g: cse(g) if lab14.common.value_number(g) else g),
+        lambda: lab14.check_cse(lambda g: cse(g) if lab14._truth.value_number(g) else g),
         error=ReferenceCalledError,
     ),
     cheat(

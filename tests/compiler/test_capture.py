@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from a2s.checks.lab13.common import fx_counts, fx_nodes, torch_attention, torch_mlp
+from a2s.checks.lab13._truth import fx_counts, fx_nodes, torch_attention, torch_mlp
 from minitorch.autograd import Tensor
 from minitorch.compiler import capture, interp, ir, models
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2s.checks.lab14.common import random_graph
+from a2s.checks.lab14._truth import random_graph
 from minitorch.autograd import Tensor
 from minitorch.compiler import capture, fusion, interp, models, passes
 from minitorch.compiler.ir import verify

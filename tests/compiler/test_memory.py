@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2s.checks.lab14.common import random_graph
+from a2s.checks.lab14._truth import random_graph
 from minitorch.compiler import capture, fusion, memory, models, passes
 
 pytestmark = pytest.mark.lab14

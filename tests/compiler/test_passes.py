@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2s.checks.lab14.common import live_names, random_graph, value_number
+from a2s.checks.lab14._truth import live_names, random_graph, value_number
 from minitorch.compiler import interp, passes
 from minitorch.compiler.ir import Graph, same_structure, verify
 

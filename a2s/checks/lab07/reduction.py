@@ -20,7 +20,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_close, fresh_rng, grader, rng
-from a2s.checks.lab07.common import (
+from a2s.checks.lab07._truth import (
     KERNELS,
     at_most,
     device,

@@ -18,15 +18,17 @@ import torch.nn.functional as F
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_close, fmt_bytes, fresh_rng, grader, rng
-from a2s.checks.lab08.hints import (
+from a2s.checks.lab08._truth import (
     _BUG_HINTS,
     _GRAD_HINT,
     _GRAD_HINTS,
     _L_HINTS,
     _MEM_HINT,
     _O_HINT,
+    assert_peak,
+    assert_traffic,
+    run_kernel,
 )
-from a2s.checks.lab08.kernel import assert_peak, assert_traffic, run_kernel
 from minitorch.kernels.io_model import HBM, Traffic
 
 __all__ = ["check_flash_backward", "check_flash_forward"]
@@ -60,17 +62,8 @@ def _cases(exercise: str) -> list[Spec]:
     for i in range(3):
         n, d = int(g.integers(1, 70)), int(g.integers(1, 17))
         bq, bk, causal = int(g.integers(8, 20)), int(g.integers(8, 20)), bool(g.integers(0, 2))
-        new.append(
-            (
-                fresh(f"random case {i}: n = {n}, d = {d}, blocks {bq}/{bk}, causal {causal}"),
-                n,
-                d,
-                bq,
-                bk,
-                causal,
-                None,
-            )
-        )
+        label = fresh(f"random case {i}: n = {n}, d = {d}, blocks {bq}/{bk}, causal {causal}")
+        new.append((label, n, d, bq, bk, causal, None))
     return _NAMED + new
 
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_close, fmt_bytes, fresh_rng, grader, rng
-from a2s.checks.lab08.kernel import assert_traffic, run_kernel
+from a2s.checks.lab08._truth import assert_traffic, run_kernel
 from minitorch.kernels.io_model import HBM, Traffic
 
 __all__ = ["check_fusion"]

@@ -17,7 +17,7 @@ import torch
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_close, fresh_rng, grader, rng
-from a2s.checks.lab08.kernel import assert_peak, assert_traffic, run_kernel
+from a2s.checks.lab08._truth import assert_peak, assert_traffic, run_kernel
 from minitorch.kernels.io_model import HBM, Traffic
 
 __all__ = ["check_online_softmax"]

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from a2s.checks.cases import Case, Mistake, fresh
 from a2s.checks.core import fresh_rng, grader, rng
-from a2s.checks.lab09.common import run_array_cases
+from a2s.checks.lab09._truth import run_array_cases
 
 __all__ = ["check_causal_attention", "check_gqa"]
 

@@ -16,7 +16,7 @@ import torch
 from a2s.checks.cases import Case, Mistake, fresh
 from a2s.checks.compare import float_array
 from a2s.checks.core import assert_true, fresh_rng, grader, rng
-from a2s.checks.lab09.common import run_array_cases
+from a2s.checks.lab09._truth import run_array_cases
 from a2s.checks.lab09.torch_gpt import torch_rope
 
 __all__ = ["check_alibi_slopes", "check_rope"]

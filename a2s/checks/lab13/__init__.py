@@ -1,7 +1,7 @@
 """Graders of lab 13 (graph capture and IR): verifier, shape inference, tracer, interpreter, fx.
 
 Every graph a student's function returns is read back field by field into plain values
-(:func:`a2s.checks.lab13.common.read_graph`). Ground truth: planted defects (13.1),
+(:func:`a2s.checks.lab13._truth.read_graph`). Ground truth: planted defects (13.1),
 torch on empty tensors (13.2), expected graphs written out op by op and eager execution
 (13.3, 13.4), and ``torch.fx.symbolic_trace`` of the torch twin of each model (13.5).
 """

@@ -18,7 +18,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain
-from a2s.checks.lab13.common import call, fx_counts, fx_nodes, torch_attention, torch_mlp
+from a2s.checks.lab13._truth import call, fx_counts, fx_nodes, torch_attention, torch_mlp
 from minitorch.compiler import capture, models
 from minitorch.compiler.ir import op_counts
 
@@ -79,7 +79,7 @@ def _one(
 
 @grader(
     "13.5",
-    blocks=("minitorch.compiler.ir:op_counts", "a2s.checks.lab13.common:fx_counts"),
+    blocks=("minitorch.compiler.ir:op_counts", "a2s.checks.lab13._truth:fx_counts"),
 )
 def check_compare_fx(compare: Callable[..., Any]) -> str:
     """Exercise 13.5: ``compare(graph, fx_nodes) -> (ours, fx's)`` op counts by kind."""

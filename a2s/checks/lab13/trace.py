@@ -17,7 +17,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, rng
-from a2s.checks.lab13.common import (
+from a2s.checks.lab13._truth import (
     assert_same_bits,
     attention_graph,
     call,

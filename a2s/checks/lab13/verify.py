@@ -15,7 +15,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain
-from a2s.checks.lab13.common import attention_graph, call, mlp_graph
+from a2s.checks.lab13._truth import attention_graph, call, mlp_graph
 from minitorch.compiler import models
 from minitorch.compiler.ir import Graph, Node
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, rng
-from a2s.checks.lab13.common import read_graph
-from a2s.checks.lab14.common import (
+from a2s.checks.lab13._truth import read_graph
+from a2s.checks.lab14._truth import (
     live_names,
     random_graph,
     same_semantics,

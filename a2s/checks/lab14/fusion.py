@@ -27,7 +27,7 @@ from a2s.checks.core import (
     plain,
     rng,
 )
-from a2s.checks.lab14.common import random_graph
+from a2s.checks.lab14._truth import random_graph
 from minitorch.compiler import capture, interp, models, passes
 from minitorch.compiler.fusion import bytes_moved, fuse, groups
 from minitorch.compiler.ir import Graph

@@ -23,8 +23,7 @@ from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, plain
 from a2s.checks.errors import CheckFailure, StudentError
 from a2s.checks.harness import run_apart
-from a2s.checks.lab22.hosts import _QueuePair, _Region
-from a2s.checks.lab22.world import _World
+from a2s.checks.lab22._truth import _QueuePair, _Region, _World
 from a2s.checks.values import assert_true
 
 __all__ = ["check_rdma_put", "check_send_recv"]
@@ -48,6 +47,44 @@ def _cases(exercise: str, offsets: bool) -> list[_Case]:
         off = int(g.integers(0, size - length + 1)) if offsets else 0
         out.append((fresh(f"random case {i}: {length} B at offset {off}"), size, length, off))
     return out
+
+
+class _Log:
+    """What the two hosts did, written by the verbs themselves (the hosts' counters, being
+    attributes the learner's code can reach, are not trusted)."""
+
+    def __init__(self, entries: list[tuple[str, str, tuple[int, ...]]]) -> None:
+        self.entries = entries
+
+    def ops(self, host: str) -> int:
+        return sum(1 for h, _, _ in self.entries if h == host)
+
+    def copied(self, host: str | None = None) -> list[int]:
+        return [d[0] for h, v, d in self.entries if v == "memcpy" and host in (None, h)]
+
+    def wire(self) -> int:
+        return sum(
+            d[1] for _, v, d in self.entries if v in ("post_send", "rdma_write", "rdma_read")
+        )
+
+    def undrained(self, host: str, peer: str) -> int:
+        """Completions made for ``host`` that it has not polled."""
+        made = sum(
+            1
+            for h, v, _ in self.entries
+            if (h == host and v in ("post_send", "rdma_write", "rdma_read"))
+            or (h == peer and v == "post_send")
+        )
+        return made - sum(d[0] for h, v, d in self.entries if h == host and v == "poll_cq")
+
+    def verbs(self, host: str, verb: str) -> list[tuple[int, ...]]:
+        return [d for h, v, d in self.entries if h == host and v == verb]
+
+    def index(self, host: str, verb: str, detail: tuple[int, ...]) -> int:
+        for i, e in enumerate(self.entries):
+            if e == (host, verb, detail):
+                return i
+        return -1
 
 
 def _run(
@@ -91,7 +128,7 @@ def check_rdma_put(student: Any) -> str:
     cases = _cases("22.1", offsets=True)
     for k, (label, size, length, off) in enumerate(cases):
         world = _World(size, length, 100 + k)
-        log, src, dst, payload = world.log, world.src, world.dst, world.payload
+        log, src, dst, payload = _Log(world.entries), world.src, world.dst, world.payload
         hint = "Use qp.rdma_write with the remote region's rkey (and an access right it granted)."
         args = (
             _QueuePair("qa", "sender", "receiver"),
@@ -142,7 +179,7 @@ def check_send_recv(student: Any) -> str:
     cases = _cases("22.2", offsets=False)
     for k, (label, size, length, _off) in enumerate(cases):
         world = _World(size, length, 200 + k)
-        log, src, dst, payload = world.log, world.src, world.dst, world.payload
+        log, src, dst, payload = _Log(world.entries), world.src, world.dst, world.payload
         hint = (
             "Two-sided: the receiver must post_recv its buffer *before* the sender's post_send "
             "(otherwise receiver-not-ready)."

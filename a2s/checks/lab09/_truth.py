@@ -1,4 +1,4 @@
-"""Shared by the lab 09 graders: array cases compared with a torch ground truth."""
+"""Lab 09's trusted side, shared by its graders: array cases compared with a torch ground truth."""
 
 from __future__ import annotations
 

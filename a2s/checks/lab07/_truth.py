@@ -1,4 +1,4 @@
-"""Shared by the lab 07 graders: launch a student's kernel and hold it to a budget.
+"""Lab 07's trusted side, shared by its graders: launch a student's kernel, hold it to a budget.
 
 A budget is a closed form of the kernel's shape (the minimum global segments, zero bank
 conflicts), written in the grader, never read from the reference kernels. The kernel runs in
@@ -6,6 +6,11 @@ a forked child and its context is a proxy: every load, store, shared allocation 
 is a request to the grader's process, where the simulator's ``ThreadContext`` (one per block,
 as :func:`minitorch.kernels.simt.launch` makes them), the arrays and the counters live. A
 count over its budget fails the check even when every value is right.
+
+It stays in the lab's package rather than a shared ``a2s.checks`` module: the proxy serves
+the SIMT simulator (:mod:`minitorch.kernels.simt`), which only lab 07 grades, and as lab 07's
+own module its functions are blocked to the student's code, as the graders' are
+(:mod:`a2s.checks.truth_guard`).
 """
 
 from __future__ import annotations

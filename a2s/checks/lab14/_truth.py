@@ -1,6 +1,6 @@
-"""Shared by lab 14's graders: random graphs with dead code, duplicates and identities; the
-ground-truth passes written as plain loops here (never the reference's); semantics checked
-by running graphs before and after on random inputs.
+"""Lab 14's trusted side, shared by its graders: random graphs with dead code, duplicates and
+identities; the ground-truth passes written as plain loops here (never the reference's);
+semantics checked by running graphs before and after on random inputs.
 """
 
 from __future__ import annotations

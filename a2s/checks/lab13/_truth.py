@@ -1,5 +1,6 @@
-"""Shared by lab 13's graders: a student's graph read back as plain data, the expected graphs
-written out node by node, and the torch twins of the course's models.
+"""Lab 13's trusted side, shared by its graders: a student's graph read back as plain data (lab
+14's graders read graphs with :func:`read_graph` too), the expected graphs written out node by
+node, and the torch twins of the course's models.
 
 The expected graphs are built here by hand (one ``Graph.op`` per primitive, in the order the
 model's code runs), never by the reference tracer; the twins are ``torch.nn.Module`` s with
