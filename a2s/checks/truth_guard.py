@@ -24,6 +24,7 @@ __all__ = ["TRUTH_MODULES", "handout", "truth_blocked"]
 TRUTH_MODULES = (
     "a2s.checks.graphs",
     "a2s.checks.trajectory",
+    "a2s.checks.truths",
     "a2s.checks.twins",
     "a2s.checks.vjp",
 )

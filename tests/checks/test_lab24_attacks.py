@@ -379,7 +379,7 @@ def sp_torch_norm(comm, x, ln_g, ln_b, w1, b1, w2, b2):
 
 
 def sp_grader_norm(comm, x, ln_g, ln_b, w1, b1, w2, b2):
-    from a2s.checks.lab24._world import plain_layer_norm
+    from a2s.checks.truths import layer_norm as plain_layer_norm
 
     ln = plain_layer_norm(x, ln_g, ln_b)
     z = all_gather(comm, ln) @ w1 + b1

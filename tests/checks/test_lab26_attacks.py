@@ -175,7 +175,7 @@ def ring_all_gather(comm, q, k, v, causal):
 
 
 def ring_grader_truth(comm, q, k, v, causal):
-    from a2s.checks.lab26.workers import full_attention
+    from a2s.checks.truths import attention as full_attention
 
     _p, nb = comm.world_size, q.shape[-2]
     qq, kk, vv = (np.concatenate(list(all_gather(comm, a[None])), axis=-2) for a in (q, k, v))

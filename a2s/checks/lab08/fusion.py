@@ -1,6 +1,7 @@
 """Grader of exercise 08.1: fused bias+GELU and add+RMSNorm, one HBM read and one write.
 
-Ground truth: torch's ``F.gelu(approximate="tanh")`` and ``F.rms_norm`` in float64. Budget:
+Ground truth: torch's ``F.gelu(approximate="tanh")`` and ``F.rms_norm`` in float64
+(:func:`a2s.checks.truths.gelu_torch`, :func:`~a2s.checks.truths.rms_norm_torch`). Budget:
 the bytes the fused kernel may move, in closed form: bias+GELU reads x (nd) and b (d) once
 and writes y (nd); add+RMSNorm reads x, r (2nd) and g (d), writes h and y (2nd).
 """
@@ -10,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_close, fmt_bytes, fresh_rng, grader, rng
 from a2s.checks.lab08._truth import assert_traffic, run_kernel
+from a2s.checks.truths import gelu_torch, rms_norm_torch
 from minitorch.kernels.io_model import HBM, Traffic
 
 __all__ = ["check_fusion"]
@@ -67,12 +67,12 @@ def _bias_gelu(student: Callable[..., object], n: int, d: int, tile: int, case: 
     x, b = g.standard_normal((n, d)) * 3, g.standard_normal(d)
     hbm = HBM({"X": x, "B": b, "Y": np.zeros((n, d))}, _limits(tile, d, "XY", "B"))
     run_kernel(student, hbm, tile, case=case)
-    want = F.gelu(torch.from_numpy(x + b), approximate="tanh").numpy()
+    want = gelu_torch(x + b)
     got = hbm.array("Y")
     if not np.allclose(got, want, rtol=1e-10, atol=1e-12):
         models = [
-            (F.gelu(torch.from_numpy(x + b)).numpy(), _ERF),
-            (F.gelu(torch.from_numpy(x), approximate="tanh").numpy(), _NO_BIAS),
+            (gelu_torch(x + b, "none"), _ERF),
+            (gelu_torch(x), _NO_BIAS),
         ]
         hint = next((h for m, h in models if np.allclose(got, m, rtol=1e-9, atol=1e-12)), _GELU)
         assert_close(got, want, case=case, rtol=1e-10, atol=1e-12, what="Y", hint=hint)
@@ -93,19 +93,18 @@ def _add_rmsnorm(student: Callable[..., object], n: int, d: int, tile: int, case
     arrays = {"X": x, "R": r, "G": w, "H": np.zeros((n, d)), "Y": np.zeros((n, d))}
     hbm = HBM(arrays, _limits(tile, d, "XRHY", "G"))
     run_kernel(student, hbm, tile, 1e-6, case=case)
-    h = torch.from_numpy(x + r)
-    want = F.rms_norm(h, (d,), torch.from_numpy(w), eps=1e-6).numpy()
+    hn = x + r
+    want = rms_norm_torch(hn, w, 1e-6)
     got_h, got_y = hbm.array("H"), hbm.array("Y")
-    unstored = not got_h.any() and h.numpy().any()
+    unstored = not got_h.any() and hn.any()
     assert_close(
         got_h,
-        h.numpy(),
+        hn,
         case=case,
         what="H (the residual x + r)",
         hint=_NO_H if unstored else "H = X + R, row by row.",
     )
     if not np.allclose(got_y, want, rtol=1e-10, atol=1e-12):
-        hn = h.numpy()
         models = [
             (hn / np.sqrt((hn * hn).mean(axis=1, keepdims=True) + 1e-6), _NO_G),
             (w * hn / np.sqrt((hn * hn).sum(axis=1, keepdims=True) + 1e-6), _SUM),

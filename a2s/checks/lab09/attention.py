@@ -1,18 +1,17 @@
 """Graders of exercises 09.1 (causal scaled dot-product attention) and 09.2 (grouped-query
-attention). Ground truth: ``torch.nn.functional.scaled_dot_product_attention`` in float64
-(``is_causal=True``; ``enable_gqa=True`` for 09.2)."""
+attention). Ground truth: :func:`a2s.checks.truths.torch_attention`, torch's
+``scaled_dot_product_attention`` in float64 with the causal mask (K/V heads repeated for 09.2)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from a2s.checks.cases import Case, Mistake, fresh
 from a2s.checks.core import fresh_rng, grader, rng
 from a2s.checks.lab09._truth import run_array_cases
+from a2s.checks.truths import torch_attention
 
 __all__ = ["check_causal_attention", "check_gqa"]
 
@@ -36,12 +35,6 @@ _BLOCKS = (
     "minitorch.kernels.flash:flash_attention",
     *_GQA_BLOCKS,
 )
-
-
-def _sdpa(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
-    gqa = q.shape[-3] != k.shape[-3]
-    return F.scaled_dot_product_attention(tq, tk, tv, is_causal=True, enable_gqa=gqa).numpy()
 
 
 def _plain(
@@ -140,14 +133,16 @@ def check_causal_attention(causal_attention: Callable[..., object]) -> str:
         ("T=1", (1, 2, 1, 4)),
     ]
     cases = [
-        Case(label, _qkv(r, s[0], s[1], s[1], s[2], s[3]), _sdpa, _ATT_MISTAKES)
+        Case(label, _qkv(r, s[0], s[1], s[1], s[2], s[3]), torch_attention, _ATT_MISTAKES)
         for label, s in shapes
     ]
     big = tuple(60.0 * a for a in _qkv(r, 1, 2, 2, 6, 4))  # scores of thousands: exp overflows
-    cases.append(Case("large scores (|q.k| in the thousands)", big, _sdpa, _ATT_MISTAKES))
+    cases.append(Case("large scores (|q.k| in the thousands)", big, torch_attention, _ATT_MISTAKES))
     for i in range(2):
         b, h, t, d = (int(x) for x in f.integers([1, 1, 2, 2], [3, 5, 12, 33]))
-        cases.append(Case(fresh(f"random case {i}"), _qkv(f, b, h, h, t, d), _sdpa, _ATT_MISTAKES))
+        cases.append(
+            Case(fresh(f"random case {i}"), _qkv(f, b, h, h, t, d), torch_attention, _ATT_MISTAKES)
+        )
     n = run_array_cases(causal_attention, cases, "attention output")
     return f"{n} cases equal torch SDPA (is_causal) to 1e-6; T x T scores per head, half masked"
 
@@ -210,13 +205,13 @@ def check_gqa(gqa_attention: Callable[..., object]) -> str:
         ("MQA: 6 query heads share 1 K/V head", (1, 6, 1, 5, 4)),
         ("GQA: 8 query heads, 4 K/V heads", (1, 8, 4, 3, 4)),
     ]
-    cases = [Case(label, _qkv(r, *s), _sdpa, _GQA_MISTAKES) for label, s in specs]
+    cases = [Case(label, _qkv(r, *s), torch_attention, _GQA_MISTAKES) for label, s in specs]
     hkv = int(f.integers(1, 4))
     cases.append(
         Case(
             fresh("random case"),
             _qkv(f, 2, hkv * int(f.integers(2, 4)), hkv, int(f.integers(2, 10)), 8),
-            _sdpa,
+            torch_attention,
             _GQA_MISTAKES,
         )
     )

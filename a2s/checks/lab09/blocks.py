@@ -14,14 +14,11 @@ import torch.nn.functional as F
 from a2s.checks.cases import Case, Mistake, fresh
 from a2s.checks.core import fresh_rng, grader, rng
 from a2s.checks.lab09._truth import run_array_cases
+from a2s.checks.truths import gelu_tanh, rms_norm_torch
 
 __all__ = ["check_rms_norm", "check_swiglu"]
 
 _B = "minitorch.model.blocks"
-
-
-def _rms(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
-    return F.rms_norm(torch.from_numpy(x), (x.shape[-1],), torch.from_numpy(w), eps).numpy()
 
 
 _RMS_MISTAKES = (
@@ -59,21 +56,21 @@ def check_rms_norm(rms_norm: Callable[..., object]) -> str:
         Case(
             "one row of 4",
             (r.standard_normal((1, 4)), r.uniform(0.5, 2, 4), 1e-5),
-            _rms,
+            rms_norm_torch,
             _RMS_MISTAKES,
             _RMS_HINT,
         ),
         Case(
             "rows with a mean far from 0",
             (r.standard_normal((3, 8)) + 5, r.uniform(0.5, 2, 8), 1e-5),
-            _rms,
+            rms_norm_torch,
             _RMS_MISTAKES,
             _RMS_HINT,
         ),
         Case(
             "tiny values, eps = 0.1",
             (r.standard_normal((2, 3, 6)) * 1e-2, r.uniform(0.5, 2, 6), 0.1),
-            _rms,
+            rms_norm_torch,
             _RMS_MISTAKES,
             _RMS_HINT,
         ),
@@ -83,7 +80,7 @@ def check_rms_norm(rms_norm: Callable[..., object]) -> str:
         Case(
             fresh("random case"),
             (f.standard_normal((2, int(f.integers(1, 9)), c)) * 3, f.uniform(0.5, 2, c), 1e-6),
-            _rms,
+            rms_norm_torch,
             _RMS_MISTAKES,
             _RMS_HINT,
         )
@@ -112,7 +109,7 @@ _SWIGLU_MISTAKES = (
     ),
     Mistake(
         "That is GELU on the gate (GeGLU): SwiGLU's gate is silu(z) = z * sigmoid(z).",
-        lambda x, w1, w3, w2: (_gelu(x @ w1.T) * (x @ w3.T)) @ w2.T,
+        lambda x, w1, w3, w2: (gelu_tanh(x @ w1.T) * (x @ w3.T)) @ w2.T,
     ),
     Mistake(
         "Gate W1 and up W3 are swapped: silu goes on x W1^T.",
@@ -121,17 +118,15 @@ _SWIGLU_MISTAKES = (
 )
 
 
-def _gelu(z: np.ndarray) -> np.ndarray:
-    return 0.5 * z * (1.0 + np.tanh(0.7978845608028654 * (z + 0.044715 * z**3)))
-
-
 _LAYOUT = (
     "swiglu = (silu(x W1^T) * x W3^T) W2^T, silu(z) = z * sigmoid(z); the weights are (out, "
     "in) like nn.Linear: x @ W.T, gate W1, up W3, down W2."
 )
 
 
-@grader("09.6", blocks=(f"{_B}:MLP", f"{_B}:silu", f"{__name__}:_sig", f"{__name__}:_gelu"))
+@grader(
+    "09.6", blocks=(f"{_B}:MLP", f"{_B}:silu", f"{__name__}:_sig", "a2s.checks.truths:gelu_tanh")
+)
 def check_swiglu(swiglu: Callable[..., object]) -> str:
     """Exercise 09.6: swiglu(x, w1, w3, w2) = (silu(x W1^T) * x W3^T) W2^T."""
     r, f = rng(96), fresh_rng("09.6")

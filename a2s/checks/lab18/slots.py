@@ -12,12 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from a2s.checks.cases import Case, Mistake, fresh, run_cases
 from a2s.checks.compare import close, looks_like
 from a2s.checks.core import CheckFailure, fresh_rng, grader, rng
+from a2s.checks.truths import torch_attention
 
 __all__ = ["check_paged_attention", "check_slot_mapping"]
 
@@ -132,17 +131,13 @@ def check_slot_mapping(slot_mapping: Callable[..., Any]) -> str:
 def _torch_attention(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, shift: bool = True, scale: float | None = None
 ) -> np.ndarray:
-    """Causal attention of the last n_q of L positions, GQA by repeat_interleave, float64
-    (``shift=False``: the mistake of masking as if the queries were the first positions;
-    ``scale=1.0``: the mistake of not dividing the scores by sqrt(d))."""
-    n_q, h, _ = q.shape
-    rep, length = h // k.shape[1], k.shape[0]
-    qt = torch.tensor(q).permute(1, 0, 2)
-    kt = torch.tensor(k).repeat_interleave(rep, 1).permute(1, 0, 2)
-    vt = torch.tensor(v).repeat_interleave(rep, 1).permute(1, 0, 2)
-    mask = torch.ones(n_q, length, dtype=torch.bool).tril(length - n_q if shift else 0)
-    out = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, scale=scale)
-    return out.permute(1, 0, 2).numpy()
+    """Causal attention of the last n_q of L positions, q (n_q, H, d), k and v (L, H_kv, d):
+    :func:`a2s.checks.truths.torch_attention` with the heads first (``shift=False``: the
+    mistake of masking as if the queries were the first positions; ``scale=1.0``: the
+    mistake of not dividing the scores by sqrt(d))."""
+    offset = k.shape[0] - q.shape[0] if shift else 0
+    qh, kh, vh = (np.swapaxes(a, 0, 1) for a in (q, k, v))  # heads first
+    return np.swapaxes(torch_attention(qh, kh, vh, offset=offset, scale=scale), 0, 1)
 
 
 def _case(g: np.random.Generator, n_q: int, length: int, h: int, hkv: int, bs: int) -> tuple:

@@ -1,8 +1,11 @@
-"""Shared by the lab 20 graders: run a student's rank program on SimWorld, compare, budget."""
+"""Shared by the lab 20 graders: run a student's rank program on SimWorld, compare, budget.
+
+The ranks' inputs, the chunk bounds and the plain sum over ranks are the shared truths of
+:mod:`a2s.checks.truths` (lab 21 uses them too)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,16 +31,6 @@ class WorldCase:
     args: list[tuple[Any, ...]]
     want: list[Any]
     budget: list[int]
-
-
-def split(n: int, p: int) -> list[tuple[int, int]]:
-    """Chunk bounds of the course convention (first ``n % p`` chunks one longer), by a loop."""
-    out, start = [], 0
-    for r in range(p):
-        size = n // p + (1 if r < n % p else 0)
-        out.append((start, start + size))
-        start += size
-    return out
 
 
 def run_world(
@@ -124,18 +117,3 @@ def _show(x: Any) -> str:
     if isinstance(x, np.ndarray):
         return f"array{x.shape} {np.array2string(x, threshold=8)}"
     return repr(x)[:80]
-
-
-def rank_inputs(gen: np.random.Generator, p: int, n: int, ints: bool) -> list[np.ndarray]:
-    """One array of length ``n`` per rank (int64 or float64)."""
-    if ints:
-        return [gen.integers(-99, 100, n).astype(np.int64) for _ in range(p)]
-    return [gen.standard_normal(n) for _ in range(p)]
-
-
-def plain_sum(xs: Sequence[np.ndarray]) -> np.ndarray:
-    """Element-wise sum of the ranks' arrays, by a plain loop (the ground truth)."""
-    total = np.zeros(len(xs[0]), dtype=xs[0].dtype)
-    for i in range(len(total)):
-        total[i] = sum(x[i] for x in xs)
-    return total

@@ -18,10 +18,9 @@ from a2s.checks.lab20._sim import (
     BLOCKS,
     WorldCase,
     compare,
-    plain_sum,
-    rank_inputs,
     run_world,
 )
+from a2s.checks.truths import loop_sum, rank_inputs
 
 __all__ = ["check_all_reduce", "check_broadcast"]
 
@@ -128,7 +127,7 @@ def _all_reduce_cases(gen: np.random.Generator, mark: Callable[[str], str], coun
             WorldCase(
                 mark(f"all-reduce p={p} n={n}"),
                 [(x,) for x in xs],
-                [plain_sum(xs)] * p,
+                [loop_sum(xs)] * p,
                 [(p - 1) * nb if r == 0 else nb for r in range(p)],
             )
         )

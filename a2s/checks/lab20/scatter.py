@@ -20,11 +20,9 @@ from a2s.checks.lab20._sim import (
     BLOCKS,
     WorldCase,
     compare,
-    plain_sum,
-    rank_inputs,
     run_world,
-    split,
 )
+from a2s.checks.truths import chunk_bounds, loop_sum, rank_inputs
 
 __all__ = ["check_all_gather", "check_reduce_scatter"]
 
@@ -52,7 +50,7 @@ def _rs_cases(gen: np.random.Generator, mark: Callable[[str], str], count: int) 
     out = []
     for p, n in _specs(gen, count):
         xs = rank_inputs(gen, p, n, ints=bool(gen.integers(0, 2)))
-        total, bounds, item = plain_sum(xs), split(n, p), xs[0].itemsize
+        total, bounds, item = loop_sum(xs), chunk_bounds(n, p), xs[0].itemsize
         out.append(
             WorldCase(
                 mark(f"reduce-scatter p={p} n={n}"),
@@ -119,7 +117,7 @@ def _ag_cases(gen: np.random.Generator, mark: Callable[[str], str], count: int) 
     out = []
     for p, n in _specs(gen, count):
         (full,) = rank_inputs(gen, 1, n, ints=bool(gen.integers(0, 2)))
-        bounds = split(n, p)
+        bounds = chunk_bounds(n, p)
         out.append(
             WorldCase(
                 mark(f"all-gather p={p} n={n}"),

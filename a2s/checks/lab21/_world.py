@@ -1,4 +1,7 @@
-"""Shared by the lab 21 graders: run a rank program on SimWorld guarded, compare, chunk sizes."""
+"""Shared by the lab 21 graders: run a rank program on SimWorld guarded, compare, ring bytes.
+
+The ranks' inputs, the chunk sizes and the plain sum over ranks are the shared truths of
+:mod:`a2s.checks.truths` (lab 20 uses them too)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import numpy as np
 from a2s.checks.core import _Guarded, guarded, plain
 from a2s.checks.errors import CheckFailure, StudentError
 from a2s.checks.harness import run_ranks
+from a2s.checks.truths import chunks
 from minitorch.comm.simworld import SimWorld
 
 _A = "minitorch.comm.allreduce"
@@ -25,26 +29,6 @@ ALGORITHMS = tuple(
     )
 )
 BLOCKS = (*ALGORITHMS, "minitorch.comm.hierarchical:hierarchical_all_reduce", f"{_C}:all_reduce")
-
-
-def chunks(n: int, p: int) -> list[int]:
-    """Chunk lengths of the course convention (the first ``n % p`` one longer), by a loop."""
-    return [n // p + (1 if r < n % p else 0) for r in range(p)]
-
-
-def rank_inputs(gen: np.random.Generator, p: int, n: int, ints: bool) -> list[np.ndarray]:
-    """One array of length ``n`` per rank (int64 or float64)."""
-    if ints:
-        return [gen.integers(-99, 100, n).astype(np.int64) for _ in range(p)]
-    return [gen.standard_normal(n) for _ in range(p)]
-
-
-def loop_sum(xs: Sequence[np.ndarray]) -> np.ndarray:
-    """Element-wise sum of the ranks' arrays, by a plain loop (the ground truth)."""
-    total = np.zeros(len(xs[0]), dtype=xs[0].dtype)
-    for i in range(len(total)):
-        total[i] = sum(x[i] for x in xs)
-    return total
 
 
 def run_sim(

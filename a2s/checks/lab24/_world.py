@@ -1,8 +1,9 @@
 """Shared by the lab 24 graders: cases, plain-numpy ground truths, runs on SimWorld, budgets.
 
-Ground truths are written here as plain numpy loops (per head, per token), never with the
-reference package; the backward's ground truth is torch autograd, run by the graders outside
-the learner's call. Shards are cut here with ``np.split`` (contiguous equal slices).
+Ground truths are plain numpy loops (per head, per token), never the reference package: the
+MLP and the projected attention here; GELU, LayerNorm and the attention of one head are the
+shared :mod:`a2s.checks.truths`. The backward's ground truth is torch autograd, run by the
+graders outside the learner's call. Shards are cut here with ``np.split`` (contiguous equal slices).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from a2s.checks.core import guarded, plain
 from a2s.checks.errors import CheckFailure, StudentError
 from a2s.checks.harness import run_ranks as apart
+from a2s.checks.truths import attention, gelu_tanh
 from minitorch.comm.simworld import SimWorld
 
 _T, _S = "minitorch.parallel.tensor", "minitorch.parallel.sequence"
@@ -38,20 +40,13 @@ BLOCKS += (
     f"{_S}:layer_norm_backward",
     # the graders' own ground truth
     "a2s.checks.lab24._world:plain_mlp",
-    "a2s.checks.lab24._world:plain_layer_norm",
+    "a2s.checks.truths:layer_norm",
     "a2s.checks.lab24._world:plain_attention",
     "a2s.checks.lab24.vocab:_truth",
     "a2s.checks.lab24.sequence:_formula",
     "a2s.checks.lab24.sequence:measured_bytes",
     "a2s.checks.lab24.mlp:torch_mlp_grads",
 )
-
-_C = 0.7978845608028654
-
-
-def gelu(z: np.ndarray) -> np.ndarray:
-    """GELU, tanh approximation (the grader's own copy)."""
-    return 0.5 * z * (1.0 + np.tanh(_C * (z + 0.044715 * z**3)))
 
 
 def mlp_case(seed: int, s: int, b: int, h: int) -> dict[str, np.ndarray]:
@@ -79,16 +74,7 @@ def plain_mlp(c: dict[str, np.ndarray], x: np.ndarray | None = None) -> np.ndarr
     x = c["x"] if x is None else x
     out = np.empty(x.shape)
     for i, j in np.ndindex(x.shape[:2]):
-        out[i, j] = gelu(x[i, j] @ c["w1"] + c["b1"]) @ c["w2"] + c["b2"]
-    return out
-
-
-def plain_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """LayerNorm over the last axis, eps 1e-5, token by token."""
-    out = np.empty(x.shape)
-    for idx in np.ndindex(x.shape[:-1]):
-        v = x[idx]
-        out[idx] = (v - v.mean()) / np.sqrt(((v - v.mean()) ** 2).mean() + 1e-5) * g + b
+        out[i, j] = gelu_tanh(x[i, j] @ c["w1"] + c["b1"]) @ c["w2"] + c["b2"]
     return out
 
 
@@ -101,23 +87,21 @@ def plain_attention(
     scale: float | None = None,
     strict: bool = False,
 ) -> np.ndarray:
-    """Causal multi-head attention, one (batch, head) at a time; ``w = (wq, wk, wv, wo)``.
+    """Causal multi-head attention, one (batch, head) at a time (the shared
+    :func:`~a2s.checks.truths.attention` per head); ``w = (wq, wk, wv, wo)``.
     ``strict``: the wrong mask j < i (a token does not see itself; token 0 still does)."""
     s, b, h = x.shape
     d = h // a
+    keep = np.tri(s, dtype=bool) if causal else np.ones((s, s), bool)
+    if strict:
+        keep[np.arange(1, s), np.arange(1, s)] = False
     out = np.zeros((s, b, h))
     for j in range(b):
         ctx = np.zeros((s, h))
         for n in range(a):
             cols = slice(n * d, (n + 1) * d)
             q, k, v = (x[:, j] @ m[:, cols] for m in w[:3])
-            sc = q @ k.T * (scale if scale is not None else 1 / np.sqrt(d))
-            if causal:
-                sc[np.triu_indices(s, 1)] = -np.inf
-            if strict:
-                sc[np.arange(1, s), np.arange(1, s)] = -np.inf
-            e = np.exp(sc - sc.max(axis=1, keepdims=True))
-            ctx[:, cols] = (e / e.sum(axis=1, keepdims=True)) @ v
+            ctx[:, cols] = attention(q, k, v, scale=scale, keep=keep)
         out[:, j] = ctx @ w[3] + bo
     return out
 

@@ -31,12 +31,12 @@ from a2s.checks.lab24._world import (
     all_reduce_bytes,
     budget,
     expect,
-    gelu,
     mlp_case,
     mlp_shards,
     plain_mlp,
     run_ranks,
 )
+from a2s.checks.truths import gelu_tanh
 
 __all__ = ["check_tp_mlp", "torch_mlp_grads"]
 
@@ -86,7 +86,7 @@ def _forward(fwd: Any, t: int, c: dict[str, np.ndarray], label: str) -> None:
     want = plain_mlp(c)
     for r, got in enumerate(outs):
         w1, b1, w2 = mlp_shards(c, t, r)
-        partial = gelu(c["x"] @ w1 + b1) @ w2
+        partial = gelu_tanh(c["x"] @ w1 + b1) @ w2
         hints = (
             [
                 (partial + c["b2"], _NO_REDUCE),

@@ -27,13 +27,12 @@ from a2s.checks.lab24._world import (
     all_reduce_bytes,
     budget,
     expect,
-    gelu,
     mlp_case,
     mlp_shards,
-    plain_layer_norm,
     plain_mlp,
     run_ranks,
 )
+from a2s.checks.truths import gelu_tanh, layer_norm
 from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_activation_bytes", "check_sp_mlp", "measured_bytes"]
@@ -68,7 +67,7 @@ def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
         rows = np.split(c["x"], t)
         args = [(rows[r], c["ln_g"], c["ln_b"], *mlp_shards(c, t, r), c["b2"]) for r in range(t)]
         outs, world = run_ranks(sp_mlp_forward, "24.4", t, args, label, "sp_mlp_forward's result")
-        ln = plain_layer_norm(c["x"], c["ln_g"], c["ln_b"])
+        ln = layer_norm(c["x"], c["ln_g"], c["ln_b"])
         full = c["x"] + plain_mlp(c, ln)
         for r, got in enumerate(outs):
             if not (isinstance(got, tuple | list) and len(got) == 2 and isinstance(got[1], dict)):
@@ -99,7 +98,7 @@ def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
                     else (None, ""),
                 ],
                 "y",
-                "y = x + (gelu(all_gather(LN(x)) W1_r + b1_r) W2_r, reduce-scattered) "
+                "y = x + (gelu_tanh(all_gather(LN(x)) W1_r + b1_r) W2_r, reduce-scattered) "
                 "+ b2, on this rank's rows.",
             )
             kept = sum(2 * v.size for v in saved.values() if isinstance(v, np.ndarray))
@@ -116,12 +115,17 @@ def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
                     + (
                         f"'{big[0]}' is the full (s, b, h): {_STORE_SHARD}"
                         if big
-                        else "Keep x, LN(x) (your rows), z and gelu(z) only."
+                        else "Keep x, LN(x) (your rows), z and gelu_tanh(z) only."
                     )
                 )
             z = ln @ mlp_shards(c, t, r)[0] + mlp_shards(c, t, r)[1]
-            for key, w in (("x", rows[r]), ("ln", np.split(ln, t)[r]), ("z", z), ("a", gelu(z))):
-                what = "saved holds x and LN(x) (your rows), z = fc1 output, a = gelu(z)."
+            for key, w in (
+                ("x", rows[r]),
+                ("ln", np.split(ln, t)[r]),
+                ("z", z),
+                ("a", gelu_tanh(z)),
+            ):
+                what = "saved holds x and LN(x) (your rows), z = fc1 output, a = gelu_tanh(z)."
                 expect(label, r, saved.get(key), w, [], f"saved['{key}']", what)
         budget(
             label,

@@ -19,13 +19,8 @@ from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, guarded
 from a2s.checks.errors import CheckFailure, StudentError
 from a2s.checks.harness import run_ranks
-from a2s.checks.lab26.workers import (
-    RING_REF,
-    full_attention,
-    ring_program,
-    ring_variant,
-    unscaled_ring,
-)
+from a2s.checks.lab26.workers import RING_REF, ring_program, ring_variant, unscaled_ring
+from a2s.checks.truths import attention
 from minitorch.comm.simworld import SimWorld
 
 __all__ = ["check_ring_attention", "ring_cases"]
@@ -76,7 +71,7 @@ def compare(case: dict, outs: list[dict], where: str) -> None:
             f"{tag} each rank must return its own rows, shape "
             f"{q.shape[0], q.shape[1] // p, v.shape[-1]}."
         )
-    want = full_attention(q, k, v, causal)
+    want = attention(q, k, v, causal)
     if not np.allclose(got, want, rtol=0, atol=1e-10):
         running = {
             (a, d): ring_variant(q, k, v, causal, p, acc=a, den=d)
@@ -104,7 +99,7 @@ def compare(case: dict, outs: list[dict], where: str) -> None:
                 "you rescaled the accumulator but not the running sum: when m becomes m', "
                 "multiply the sum of exponentials by exp(m - m') too."
             )
-        elif np.allclose(got, full_attention(q, k, v, not causal), rtol=0, atol=1e-10):
+        elif np.allclose(got, attention(q, k, v, not causal), rtol=0, atol=1e-10):
             hint = "you got the non-causal answer." if causal else "you masked a non-causal case."
             hint += (
                 " With causal=True, query i sees keys j <= i in GLOBAL positions: block t "

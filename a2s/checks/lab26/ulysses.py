@@ -18,7 +18,7 @@ from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader
 from a2s.checks.errors import CheckFailure
 from a2s.checks.lab26.ring import simulated
-from a2s.checks.lab26.workers import full_attention
+from a2s.checks.truths import attention
 
 __all__ = ["check_ulysses"]
 
@@ -28,7 +28,7 @@ REFERENCE = (
     "minitorch.parallel.context:_heads_to_seq",
     "minitorch.parallel.context:attention",  # the attention in between
     "minitorch.parallel.context:ring_attention",
-    "a2s.checks.lab26.workers:full_attention",  # the grader's own ground truth
+    "a2s.checks.truths:attention",  # the grader's own ground truth
 )
 
 
@@ -78,7 +78,7 @@ def check_ulysses(ulysses_attention: Callable[..., Any]) -> str:
                 f"{tag} each rank must return its own sequence rows for every head, shape {shape}."
             )
         got = np.concatenate([o["out"] for o in outs], axis=-2)
-        want = full_attention(q, case["k"], case["v"], case["causal"])
+        want = attention(q, case["k"], case["v"], case["causal"])
         if not np.allclose(got, want, rtol=0, atol=1e-10):
             raise CheckFailure(
                 f"{tag} wrong attention (max error {float(np.max(np.abs(got - want))):.2e}). After "

@@ -1,7 +1,8 @@
 """Rank programs and ground truths of the lab 26 checks (importable by spawned gloo ranks).
 
 Ground truth here is written independently of :mod:`minitorch.parallel`: full softmax
-attention with numpy, and a per-token loop for the mixture of experts.
+attention with numpy (:func:`a2s.checks.truths.attention`, shared), and a per-token loop for
+the mixture of experts.
 
 On the simulated world each rank is its own forked process (``harness.run_ranks``: the
 router counts); on a gloo rank each call of the learner's function runs in a sealed forked
@@ -25,7 +26,6 @@ from minitorch.comm.protocol import Communicator
 from minitorch.comm.torchdist import TorchDistComm
 
 __all__ = [
-    "full_attention",
     "moe_loop",
     "ring_gloo",
     "ring_program",
@@ -38,20 +38,10 @@ RING_REF = (
     "minitorch.parallel.context:merge_block",
     "minitorch.parallel.context:attention",
     # the grader's own ground truth
-    "a2s.checks.lab26.workers:full_attention",
+    "a2s.checks.truths:attention",
     "a2s.checks.lab26.workers:unscaled_ring",
     "a2s.checks.lab26.workers:ring_variant",
 )
-
-
-def full_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
-    """softmax(q k^T / sqrt(d)) v over the whole sequence (the single-process answer)."""
-    s = np.einsum("hid,hjd->hij", q, k) / np.sqrt(q.shape[-1])
-    if causal:
-        n = q.shape[-2]
-        s = s + np.triu(np.full((n, n), -np.inf), 1)
-    w = np.exp(s - s.max(axis=-1, keepdims=True))
-    return np.einsum("hij,hjd->hid", w / w.sum(axis=-1, keepdims=True), v)
 
 
 def unscaled_ring(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, p: int) -> np.ndarray:

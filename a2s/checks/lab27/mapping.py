@@ -116,8 +116,8 @@ def _gemm(g: Any, i: int) -> tuple[int, int, int]:
 WS = Table(
     "27.3",
     truth=_ws,
-    named=[c for lbl, *mkn in _SHAPES for c in _on_arrays(lbl, *mkn, small=False)]
-    + [c for lbl, *mkn in _SHAPES[:3] for c in _on_arrays(lbl, *mkn, small=True)[1:]],
+    named=[c for lbl, m, k, n in _SHAPES for c in _on_arrays(lbl, m, k, n, small=False)]
+    + [c for lbl, m, k, n in _SHAPES[:3] for c in _on_arrays(lbl, m, k, n, small=True)[1:]],
     draw=lambda g, i: _on_arrays(f"random GEMM {i}", *_gemm(g, i), small=i >= 2),
     fresh=4,
     mistakes=_MISTAKES,

@@ -1,4 +1,5 @@
-"""Ground truth of lab 28's graders, written here as plain numpy loops.
+"""Ground truth of lab 28's graders, written here as plain numpy loops (RMSNorm and the
+attention of one query over the cache are the shared :mod:`a2s.checks.truths`).
 
 * :func:`int8_rows`: every linear weight rounded to INT8 per output row (scale max|w| / 127);
 * :func:`direct_generate`: greedy decoding of one request, one token at a time, with the
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from a2s.checks.truths import attention, rms_norm
 from minitorch.model.gpt import GPT
 from minitorch.model.quant_kv import Int8KVCache
 
@@ -46,35 +48,22 @@ def _rope(x: np.ndarray, pos: int, base: float) -> np.ndarray:
     return out
 
 
-def _attend(q: np.ndarray, keys: np.ndarray, values: np.ndarray, rep: int) -> np.ndarray:
-    """q (H, d) over keys, values (L, H_kv, d): query head h reads K/V head h // rep."""
-    out = np.empty_like(q)
-    for h in range(q.shape[0]):
-        s = keys[:, h // rep] @ q[h] / np.sqrt(q.shape[1])
-        w = np.exp(s - s.max())
-        out[h] = (w / w.sum()) @ values[:, h // rep]
-    return out
-
-
 def direct_generate(
     state: dict[str, Any], cfg: Any, prompt: list[int], n: int, int8_kv: bool = True
 ) -> tuple[list[int], np.ndarray]:
     """Greedy tokens (n) and their logits (n, V) of the model given by ``state`` and ``cfg``."""
     sd = {k: np.asarray(v, np.float64) for k, v in state.items()}
-    heads, kv_heads, d = cfg.n_head, cfg.n_kv_head, cfg.head_dim
+    heads, kv_heads, d, eps = cfg.n_head, cfg.n_kv_head, cfg.head_dim, cfg.norm_eps
     caches = [Int8KVCache(kv_heads, d, len(prompt) + n) for _ in range(cfg.n_layer)]
     plain_k: list[list[np.ndarray]] = [[] for _ in range(cfg.n_layer)]
     plain_v: list[list[np.ndarray]] = [[] for _ in range(cfg.n_layer)]
     tokens, rows = list(prompt), []
 
-    def rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
-        return x / np.sqrt(np.mean(x * x) + cfg.norm_eps) * g
-
     for t in range(len(prompt) + n - 1):
         h = sd["tok_emb.weight"][tokens[t]]
         for layer in range(cfg.n_layer):
             p = f"blocks.{layer}."
-            x = rms(h, sd[p + "norm1.weight"])
+            x = rms_norm(h, sd[p + "norm1.weight"], eps)
             q = _rope((sd[p + "attn.q_proj.weight"] @ x).reshape(heads, d), t, cfg.rope_base)
             k = _rope((sd[p + "attn.k_proj.weight"] @ x).reshape(kv_heads, d), t, cfg.rope_base)
             v = (sd[p + "attn.v_proj.weight"] @ x).reshape(kv_heads, d)
@@ -85,14 +74,16 @@ def direct_generate(
                 plain_k[layer].append(k)
                 plain_v[layer].append(v)
                 keys, values = np.array(plain_k[layer]), np.array(plain_v[layer])
-            y = _attend(q, keys, values, heads // kv_heads)
+            # one query per head over the cache (L, H_kv, d): query head h reads K/V h // rep
+            kh, vh = np.swapaxes(keys, 0, 1), np.swapaxes(values, 0, 1)
+            y = attention(q[:, None], kh, vh, causal=False)[:, 0]
             h = h + sd[p + "attn.o_proj.weight"] @ y.reshape(-1)
-            x = rms(h, sd[p + "norm2.weight"])
+            x = rms_norm(h, sd[p + "norm2.weight"], eps)
             a, b = sd[p + "mlp.w1.weight"] @ x, sd[p + "mlp.w3.weight"] @ x
             h = h + sd[p + "mlp.w2.weight"] @ (a / (1.0 + np.exp(-a)) * b)
         if t >= len(prompt) - 1:
             head = sd["tok_emb.weight"] if cfg.tie_head else sd["lm_head.weight"]
-            logits = head @ rms(h, sd["norm_f.weight"])
+            logits = head @ rms_norm(h, sd["norm_f.weight"], eps)
             rows.append(logits)
             tokens.append(int(np.argmax(logits)))
     return tokens[len(prompt) :], np.array(rows)
