@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import fresh
-from a2s.checks.core import CheckFailure, fresh_rng, grader, plain, rng
+from a2s.checks.cases import Case, Mistake
+from a2s.checks.core import CheckFailure, grader, plain
+from a2s.checks.table import Table
 
 __all__ = ["check_op_costs"]
 
@@ -96,39 +97,75 @@ def _attention(n: int, d: int, s: int, materialized: bool) -> tuple[int, int]:
     return flops, moved
 
 
-# --------------------------------------------------------------------------- hints
-def _hint(op: str, args: tuple[Any, ...], got: tuple[Any, Any], want: tuple[int, int]) -> str:
-    (gf, gb), (wf, wb) = got, want
-    s = args[2]
-    if op == "gemv":
-        m, n = args[0], args[1]
-        if gf == m * n:
-            return "count the add as well as the multiply of each step of the dot product."
-        if gb == s * m * n:
-            return "the matrix is not all: the kernel also reads x and writes y."
-    if op == "softmax":
-        r, c = args[0], args[1]
-        if gf in (3 * r * c, 4 * r * c):
-            return "a stable softmax also finds each row's max (one compare per element)."
-        if gb == s * r * c:
-            return "count the write of the output too, not only the read of the input."
-    if op == "layernorm":
-        r, c = args[0], args[1]
-        if gf == 8 * r * c:
-            return "count the per-row scalar ops too: two divides and 1/sqrt(var + eps)."
-        if gb == 2 * s * r * c:
-            return "gamma and beta are read from memory too (c elements each)."
-    if op == "attention":
-        n, d, _, materialized = args
-        if gf == 4 * n * n * d:
-            return "the softmax of the n x n scores costs FLOPs too (5 per score)."
-        if not materialized and gb == s * (4 * n * d + 4 * n * n):
-            return "fused, S and P never leave on-chip memory: only Q, K, V in and O out."
-        if materialized and gb == s * (4 * n * d + 2 * n * n):
-            return "each of S and P is written once and read back once: 4 n^2 elements."
-    if gf != wf:
-        return f"the loop counts {wf:,} FLOPs, you returned {gf!r}."
-    return f"the kernel moves {wb:,} bytes, you returned {gb!r}."
+# --------------------------------------------------------------------------- mistakes
+def _flops_is(f: Callable[..., int]) -> Callable[..., bool]:
+    return lambda got, *args: got[0] == f(*args)
+
+
+def _bytes_is(f: Callable[..., int]) -> Callable[..., bool]:
+    return lambda got, *args: got[1] == f(*args)
+
+
+_MISTAKES: dict[str, tuple[Mistake, ...]] = {
+    "gemv": (
+        Mistake(
+            "count the add as well as the multiply of each step of the dot product.",
+            when=_flops_is(lambda m, n, s: m * n),
+        ),
+        Mistake(
+            "the matrix is not all: the kernel also reads x and writes y.",
+            when=_bytes_is(lambda m, n, s: s * m * n),
+        ),
+    ),
+    "softmax": (
+        Mistake(
+            "a stable softmax also finds each row's max (one compare per element).",
+            when=lambda got, r, c, s: got[0] in (3 * r * c, 4 * r * c),
+        ),
+        Mistake(
+            "count the write of the output too, not only the read of the input.",
+            when=_bytes_is(lambda r, c, s: s * r * c),
+        ),
+    ),
+    "layernorm": (
+        Mistake(
+            "count the per-row scalar ops too: two divides and 1/sqrt(var + eps).",
+            when=_flops_is(lambda r, c, s: 8 * r * c),
+        ),
+        Mistake(
+            "gamma and beta are read from memory too (c elements each).",
+            when=_bytes_is(lambda r, c, s: 2 * s * r * c),
+        ),
+    ),
+    "attention": (
+        Mistake(
+            "the softmax of the n x n scores costs FLOPs too (5 per score).",
+            when=_flops_is(lambda n, d, s, m: 4 * n * n * d),
+        ),
+        Mistake(
+            "fused, S and P never leave on-chip memory: only Q, K, V in and O out.",
+            when=lambda got, n, d, s, m: not m and got[1] == s * (4 * n * d + 4 * n * n),
+        ),
+        Mistake(
+            "each of S and P is written once and read back once: 4 n^2 elements.",
+            when=lambda got, n, d, s, m: m and got[1] == s * (4 * n * d + 2 * n * n),
+        ),
+    ),
+}
+
+
+def _message(op: str) -> Callable[[Case, Any, Any, str], str]:
+    def message(c: Case, got: Any, want: tuple[int, int], hint: str) -> str:
+        if not hint:
+            hint = (
+                f"the loop counts {want[0]:,} FLOPs, you returned {got[0]!r}."
+                if got[0] != want[0]
+                else f"the kernel moves {want[1]:,} bytes, you returned {got[1]!r}."
+            )
+        said = f"{op}_cost returned (flops, bytes) = {got!r}"
+        return f"[{c.label}] {said}, the loop counts {want}. {hint}"
+
+    return message
 
 
 def _pair(got: Any, label: str) -> tuple[Any, Any]:
@@ -148,14 +185,18 @@ def _pair(got: Any, label: str) -> tuple[Any, Any]:
     return got[0], got[1]
 
 
-def _cases(g: Any, k: int) -> list[tuple[str, tuple[Any, ...]]]:
-    out: list[tuple[str, tuple[Any, ...]]] = []
-    for _ in range(k):
+def _draw(op: str) -> Callable[[Any, int], tuple[str, tuple[Any, ...]]]:
+    """One random case of ``op``; every op's draw takes the same numbers from the generator."""
+
+    def draw(g: Any, i: int) -> tuple[str, tuple[Any, ...]]:
         a, b = (int(v) for v in g.integers(1, 14, size=2))
         s = int(g.choice([1, 2, 4, 8]))
-        out += [("gemv", (a, b, s)), ("softmax", (a, b, s)), ("layernorm", (a, b, s))]
-        out += [("attention", (a, b, s, bool(g.integers(2))))]
-    return out
+        args = (a, b, s, bool(g.integers(2))) if op == "attention" else (a, b, s)
+        if op != "attention":
+            g.integers(2)
+        return f"{op}{args}", args
+
+    return draw
 
 
 _TEACHING = [
@@ -177,31 +218,36 @@ _TRUTH: dict[str, Callable[..., tuple[int, int]]] = {
 }
 
 
+def _attention_call(student: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda n, d, s, materialized: student(n, d, s, materialized=materialized)
+
+
+OPS = {
+    op: Table(
+        "05.1",
+        truth=_TRUTH[op],
+        named=[(f"{o}{a}", a) for o, a in _TEACHING if o == op],
+        draw=_draw(op),
+        seeded=3,
+        fresh=2,
+        mistakes=_MISTAKES[op],
+        read=_pair,
+        message=_message(op),
+        seed=5,
+        prepare=_attention_call if op == "attention" else None,
+    )
+    for op in _TRUTH
+}
+
+
 @grader("05.1", blocks=(*BLOCKS, *TRUTH_BLOCKS))
 def check_op_costs(gemv_cost, softmax_cost, layernorm_cost, attention_cost) -> str:
-    students = {
-        "gemv": gemv_cost,
-        "softmax": softmax_cost,
-        "layernorm": layernorm_cost,
-        "attention": attention_cost,
-    }
-    labelled = [(op, a, f"{op}{a}") for op, a in _TEACHING + _cases(rng(5), 3)]
-    labelled += [(op, a, fresh(f"{op}{a}")) for op, a in _cases(fresh_rng("05.1"), 2)]
-    for op, args, label in labelled:
-        if op == "attention":
-            got = students[op](*args[:3], materialized=args[3])
-        else:
-            got = students[op](*args)
-        pair, want = _pair(got, label), _TRUTH[op](*args)
-        if pair != want:
-            raise CheckFailure(
-                f"[{label}] {op}_cost returned (flops, bytes) = {pair!r}, the loop counts "
-                f"{want}. {_hint(op, args, pair, want)}"
-            )
+    students = (gemv_cost, softmax_cost, layernorm_cost, attention_cost)
+    count = sum(table.grade(f) for table, f in zip(OPS.values(), students, strict=True))
     fused = _pair(attention_cost(4096, 128, 2, materialized=False), "attention")
     naive = _pair(attention_cost(4096, 128, 2, materialized=True), "attention")
     i_f, i_n = fused[0] / fused[1], naive[0] / naive[1]
     return (
-        f"{len(labelled)} shapes match the loop counters; attention n=4096, d=128 in bf16: "
+        f"{count} shapes match the loop counters; attention n=4096, d=128 in bf16: "
         f"{i_f:,.0f} FLOP/byte fused vs {i_n:,.0f} materialised ({math.floor(i_f / i_n)}x)"
     )
