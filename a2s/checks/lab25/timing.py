@@ -17,13 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import fresh
+from a2s.checks.cases import Mistake, fresh
 from a2s.checks.core import fresh_rng, grader, plain, rng
 from a2s.checks.errors import CheckFailure
 from a2s.checks.lab25._truth import OWN, audit, random_schedule, reference_1f1b
 from a2s.checks.lab25._truth import reference_interleaved as _interleaved
+from a2s.checks.table import Table
 
 __all__ = ["check_simulate"]
+
+_PREDICTED = [(4, 8, 1), (2, 1, 1), (8, 32, 1), (4, 8, 2), (4, 16, 4)]
 
 _BLOCKS = (
     "minitorch.parallel.pipeline:bubble_formula",
@@ -34,29 +37,53 @@ _BLOCKS = (
 )
 
 
-def _predictions(predict: Callable[..., Any]) -> int:
-    cases = [(4, 8, 1), (2, 1, 1), (8, 32, 1), (4, 8, 2), (4, 16, 4)]
-    gen = fresh_rng("25.3")
-    cases += [(int(gen.integers(2, 9)), int(gen.integers(1, 40)), int(gen.integers(1, 5)))]
-    for p, m, v in cases:
-        got = plain(predict(p, m, v), what="prediction", case=f"p={p}, m={m}, v={v}")
-        want = (p - 1) / (v * m + p - 1)
-        if isinstance(got, Fraction) and type(got) is Fraction:  # exact, and a fine answer
-            got = float(got)
-        if not isinstance(got, (int, float, np.floating)) or abs(float(got) - want) > 1e-12:
-            hint = "write the fraction as a function of p, m and v"
-            if isinstance(got, (int, float, np.floating)):
-                if abs(float(got) - (p - 1) / (v * m)) < 1e-12:
-                    hint = (
-                        "(p-1)/(v m) is the bubble over the IDEAL time (Megatron's ratio); the "
-                        "idle fraction of the whole run divides by the total, v m + p - 1 slots"
-                    )
-                elif isinstance(got, int) and got == (p - 1) // (v * m + p - 1):
-                    hint = "that is integer division (//): the bubble is a fraction, use /"
-                elif abs(float(got) - (p - 1) / (m + p - 1)) < 1e-12 and v > 1:
-                    hint = "with v chunks each slot is 1/v as long: the p - 1 fill slots shrink"
-            raise CheckFailure(f"[p={p}, m={m}, v={v}] predicted {got!r}, want {want:.6f}: {hint}.")
-    return len(cases)
+def _bubble(p: int, m: int, v: int) -> float:
+    return (p - 1) / (v * m + p - 1)
+
+
+def _read_fraction(got: Any, label: str) -> Any:
+    return float(got) if type(got) is Fraction else got  # exact, and a fine answer
+
+
+_PREDICT_MISTAKES = (
+    Mistake(
+        "(p-1)/(v m) is the bubble over the IDEAL time (Megatron's ratio); the "
+        "idle fraction of the whole run divides by the total, v m + p - 1 slots",
+        answer=lambda p, m, v: (p - 1) / (v * m),
+    ),
+    Mistake(
+        "that is integer division (//): the bubble is a fraction, use /",
+        when=lambda got, p, m, v: isinstance(got, int) and got == (p - 1) // (v * m + p - 1),
+    ),
+    Mistake(
+        "with v chunks each slot is 1/v as long: the p - 1 fill slots shrink",
+        answer=lambda p, m, v: (p - 1) / (m + p - 1) if v > 1 else _bubble(p, m, v),
+    ),
+)
+
+
+def _near(got: Any, want: float) -> bool:
+    return isinstance(got, (int, float, np.floating)) and abs(float(got) - want) <= 1e-12
+
+
+def _drawn(gen: Any, i: int) -> tuple[str, tuple[int, int, int]]:
+    p, m, v = int(gen.integers(2, 9)), int(gen.integers(1, 40)), int(gen.integers(1, 5))
+    return f"p={p}, m={m}, v={v}", (p, m, v)
+
+
+PREDICT = Table(
+    "25.3",
+    truth=_bubble,
+    named=[(f"p={p}, m={m}, v={v}", (p, m, v)) for p, m, v in _PREDICTED],
+    draw=_drawn,
+    fresh=1,
+    mistakes=_PREDICT_MISTAKES,
+    hint="write the fraction as a function of p, m and v",
+    read=_read_fraction,
+    same=_near,
+    what="prediction",
+    message=lambda c, got, want, hint: f"[{c.label}] predicted {got!r}, want {want:.6f}: {hint}.",
+)
 
 
 # one stage, two chunks: F of each microbatch through chunk 0 then 1, backwards in reverse
@@ -68,7 +95,7 @@ def check_simulate(
     simulate_schedule: Callable[..., Any], predict_bubble: Callable[..., Any]
 ) -> str:
     """Exercise 25.3: the prediction, then (makespan, bubble) of schedules to 1e-9."""
-    n_pred = _predictions(predict_bubble)
+    n_pred = PREDICT.grade(predict_bubble)
     gpipe = [[("F", j, 0) for j in range(4)] + [("B", j, 0) for j in range(4)]] * 3
     hand = [
         [("F", 0, 0), ("F", 1, 0), ("B", 1, 0), ("B", 0, 0)],
