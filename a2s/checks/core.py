@@ -205,6 +205,7 @@ def grader(
     forbid: Sequence[str] = DEFAULT_FORBID,
     uses: Sequence[tuple[str, str, str]] = (),
     allow: Sequence[str] = (),
+    hand: str = "",
 ) -> Callable[..., Callable[..., None]]:
     """Turn ``body(student, ...) -> str`` into a check-cell entry point for ``exercise``.
 
@@ -220,6 +221,8 @@ def grader(
     * ``uses``: earlier exercises this one builds on, as ``(exercise, name, reference)``: when
       ``exercise`` has not passed in this kernel, the student's global ``name`` is replaced by
       ``reference`` for the check, and the message says so (one mistake costs one exercise).
+    * ``hand``: why the body checks by hand, not with a :class:`~a2s.checks.table.Table`
+      (a key of :data:`~a2s.checks.table.HAND` or a sentence); a body that runs a table needs none.
     """
     blocks, forbid, uses, allow = tuple(blocks), tuple(forbid), tuple(uses), tuple(allow)
 
@@ -253,6 +256,7 @@ def grader(
         check.forbid = forbid  # type: ignore[attr-defined]
         check.uses = uses  # type: ignore[attr-defined]
         check.allow = allow  # type: ignore[attr-defined]
+        check.hand = hand  # type: ignore[attr-defined]
         return check
 
     return decorate

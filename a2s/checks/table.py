@@ -49,9 +49,26 @@ import numpy as np
 from a2s.checks.cases import Case, Mistake, fresh, run_cases
 from a2s.checks.core import fresh_rng, rng
 
-__all__ = ["TABLES", "Table"]
+__all__ = ["HAND", "TABLES", "Table"]
 
 Drawn = tuple[str, tuple[Any, ...]]
+
+# why a grader checks by hand (``@grader(..., hand=KEY)``): what a table of cases cannot say
+HAND = {
+    "property": "a property every right answer has (any valid order, any cap at the optimum), "
+    "not one expected value",
+    "replay": "the answer is replayed through a simulator or the grader's own record "
+    "(a cache, a schedule, a timeline) and judged there",
+    "budget": "budgets on counted work (bytes, traffic, messages, peak memory, kernel launches) "
+    "beside the values",
+    "bulk": "millions of values compared in one vectorised pass, reported by kind",
+    "trajectory": "a run over many steps (training, an optimizer, a stream) compared step by step",
+    "parts": "several parts of one answer checked in turn, each with its own message",
+    "ranks": "the learner's code runs as ranks on simulated or real processes",
+    "measure": "a prediction judged against what the notebook measured on this machine",
+    "kernel": "the learner's kernel runs against an instrumented device in a child process",
+    "object": "the learner builds an object (a module, a graph, an engine) used through its API",
+}
 TABLES: list[Table] = []  # every table made, in import order (read by the generic test)
 
 

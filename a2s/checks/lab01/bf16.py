@@ -152,6 +152,7 @@ def _vs_torch(
         f"{_N}.formats:encode",
         f"{_N}.stochastic:stochastic_round_to_bf16",
     ),
+    hand="bulk",
 )
 def check_round_to_bf16(round_to_bf16_bits: Callable[..., object]) -> str:
     """Exercise 01.2: float32 -> bfloat16 bits, round to nearest even, bit-exact with torch."""

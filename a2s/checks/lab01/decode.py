@@ -124,6 +124,7 @@ _DECODE_NAMED: list[tuple[FloatFormat, int, float, str]] = [
         f"{_N}.bfloat16:bf16_bits_to_float32",
         f"{_N}.fp8:dequantize",
     ),
+    hand="bulk",
 )
 def check_decode(decode: Callable[..., object]) -> str:
     """Exercise 01.1: decode(bits, fmt) for every FloatFormat, against torch's dtypes."""

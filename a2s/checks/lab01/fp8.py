@@ -220,6 +220,7 @@ def _vs_torch(student: Callable[..., object], case: str, x: np.ndarray, scale: f
 @grader(
     "01.3",
     blocks=(f"{_N}.fp8:cast_to_e4m3", f"{_N}.fp8:cast_to_fp8", f"{_N}.formats:encode"),
+    hand="bulk",
 )
 def check_cast_to_e4m3(cast_to_e4m3: Callable[..., object]) -> str:
     """Exercise 01.3: per-tensor scaled, saturating FP8 E4M3 cast, bit-exact with torch."""

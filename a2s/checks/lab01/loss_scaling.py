@@ -181,7 +181,11 @@ def _run(student: Callable[..., object], cases: list[Case], versus: str) -> int:
     return run_cases(quiet, cases, read=_as_state, message=message)
 
 
-@grader("01.6", blocks=(f"{_N}.loss_scaling:update_scale", f"{_N}.loss_scaling:DynamicLossScaler"))
+@grader(
+    "01.6",
+    blocks=(f"{_N}.loss_scaling:update_scale", f"{_N}.loss_scaling:DynamicLossScaler"),
+    hand="trajectory",
+)
 def check_update_scale(update_scale: Callable[..., object]) -> str:
     """Exercise 01.6: dynamic loss-scale update, step for step with torch.amp.GradScaler."""
     named = [Case(c, a, w, _SCALE_MISTAKES, h) for c, a, w, h in _SCALE_NAMED]

@@ -46,7 +46,7 @@ def _unbiased(
     )
 
 
-@grader("01.7", blocks=(f"{_N}.stochastic:stochastic_round_to_bf16",))
+@grader("01.7", blocks=(f"{_N}.stochastic:stochastic_round_to_bf16",), hand="property")
 def check_stochastic_round(stochastic_round_bf16: Callable[..., object]) -> str:
     """Stretch 01.7: stochastic rounding to BF16: bracketing, unbiased, seeded."""
     exact = np.array([1.0, -2.5, 0.0, 2.0**-133, 3.3895314e38, np.inf, -np.inf], np.float32)

@@ -119,7 +119,7 @@ def _gamma(k: int) -> float:
     return k * U / (1 - k * U)
 
 
-@grader("01.4", blocks=(f"{_N}.summation:kahan_sum",), forbid=_FORBID)
+@grader("01.4", blocks=(f"{_N}.summation:kahan_sum",), forbid=_FORBID, hand="parts")
 def check_kahan_sum(kahan_sum: Callable[..., object]) -> str:
     """Exercise 01.4: float32 Kahan summation, bit-exact, within 2u sum|x|, beats naive."""
     named = [
@@ -161,7 +161,7 @@ def check_kahan_sum(kahan_sum: Callable[..., object]) -> str:
     )
 
 
-@grader("01.5", blocks=(f"{_N}.summation:pairwise_sum",), forbid=_FORBID)
+@grader("01.5", blocks=(f"{_N}.summation:pairwise_sum",), forbid=_FORBID, hand="parts")
 def check_pairwise_sum(pairwise_sum: Callable[..., object]) -> str:
     """Exercise 01.5: pairwise summation with the n // 2 split, bit-exact and within gamma_d."""
     a = 2.0**-24

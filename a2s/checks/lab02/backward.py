@@ -144,7 +144,7 @@ def _check_program(student: Callable[..., Any], prog: list, case: str) -> int:
     return len(order)
 
 
-@grader("02.3", blocks=BLOCKS)
+@grader("02.3", blocks=BLOCKS, hand="object")
 def check_backward(student) -> str:
     """Compare every node's gradient with torch.autograd on named and random graphs."""
     for case, prog in _NAMED.items():

@@ -127,7 +127,7 @@ class _FloatNode:
         return _FloatNode(float(np.tanh(self.data)))
 
 
-@grader("02.5", blocks=BLOCKS)
+@grader("02.5", blocks=BLOCKS, hand="budget")
 def check_no_cycles(student) -> str:
     """Values and grads vs torch, then zero cyclic garbage from a dropped 3,000-node graph."""
     cls = student.fn

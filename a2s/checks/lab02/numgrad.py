@@ -122,7 +122,7 @@ def _all_at_once_hint(got: Any, want: np.ndarray) -> str:
     return ""
 
 
-@grader("02.4", blocks=BLOCKS)
+@grader("02.4", blocks=BLOCKS, hand="property")
 def check_numerical_grad(student) -> str:
     """Exact case x^3, the O(h^2) order, then random points against torch.autograd."""
     for h in (1e-1, 1e-2):  # (x+h)^3 - (x-h)^3 = 6 x^2 h + 2 h^3: central gives 3x^2 + h^2

@@ -195,7 +195,7 @@ def _check_rule(student: Callable[..., Any], name: str, k: int) -> int:
 _PAPER = "Differentiate the op on paper first, then write the formula in terms of its inputs."
 
 
-@grader("02.1", blocks=_BLOCKS)
+@grader("02.1", blocks=_BLOCKS, hand="parts")
 def check_local_rules(mul_rule, div_rule, tanh_rule, sigmoid_rule, pow_rule) -> str:
     """Compare five local rules with torch.autograd (float64) on named and random inputs."""
     students = {

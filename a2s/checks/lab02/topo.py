@@ -93,7 +93,7 @@ def _order_of(student: Callable[[Value], Any], root: Value, case: str) -> Any:
         sys.setrecursionlimit(old)
 
 
-@grader("02.2", blocks=BLOCKS, forbid=("torch", "graphlib", "networkx"))
+@grader("02.2", blocks=BLOCKS, forbid=("torch", "graphlib", "networkx"), hand="property")
 def check_topo_sort(student) -> str:
     """Validate the order on named, random, long and deep graphs."""
     cases = _named()

@@ -93,7 +93,7 @@ def _accuracy(model: MLP, x: np.ndarray, ys: np.ndarray) -> float:
         return float(((ScalarMLPTwin.of(model).scores(x) > 0).numpy() == (ys > 0)).mean())
 
 
-@grader("02.6")
+@grader("02.6", hand="trajectory")
 def check_train_step(student) -> str:
     """Three steps against torch.optim.SGD, then 60 steps on moons: accuracy >= 80%."""
     n_params = _vs_torch(student, (5, 3), 3, new=False)

@@ -87,7 +87,7 @@ def _one_unbroadcast(
     return err
 
 
-@grader("03.1", blocks=(f"{_A}.engine:unbroadcast", *ENGINE))
+@grader("03.1", blocks=(f"{_A}.engine:unbroadcast", *ENGINE), hand="parts")
 def check_unbroadcast(unbroadcast: Callable[..., object]) -> str:
     """Exercise 03.1: sum a broadcast gradient back to the input's shape, as torch does."""
     gen, worst, n = rng(301), 0.0, 0
@@ -187,6 +187,7 @@ def _random_matmul(gen: np.random.Generator) -> tuple[tuple[int, ...], tuple[int
         *ENGINE,
     ),
     uses=(("03.1", "unbroadcast", f"{_A}.engine:unbroadcast"),),
+    hand="parts",
 )
 def check_matmul_backward(matmul_backward: Callable[..., object]) -> str:
     """Exercise 03.2: (a, b, g) -> (dL/da, dL/db) of a batched, broadcasting matmul."""

@@ -128,6 +128,7 @@ def _conv(conv2d_forward: Callable[..., object], x, w, bias, s: int, p: int, cas
         f"{_NN}:Conv2d",
         *ENGINE,
     ),
+    hand="parts",
 )
 def check_conv2d_forward(
     im2col: Callable[..., object], conv2d_forward: Callable[..., object]
@@ -245,6 +246,7 @@ def _check_grads(
         *ENGINE,
     ),
     uses=(("03.3", "im2col", f"{_C}:im2col"),),
+    hand="parts",
 )
 def check_conv2d_backward(
     col2im: Callable[..., object], conv2d_backward: Callable[..., object]

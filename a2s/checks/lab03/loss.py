@@ -110,6 +110,7 @@ def _one(
         f"{_L}:_log_softmax",
         *ENGINE,
     ),
+    hand="parts",
 )
 def check_cross_entropy(cross_entropy: Callable[..., object]) -> str:
     """Exercise 03.7: (logits, target) -> (mean NLL of log-softmax, dL/dlogits), stable."""

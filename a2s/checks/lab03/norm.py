@@ -155,6 +155,7 @@ def _random_cases(gen: np.random.Generator, n: int, mark: Callable[[str], str] =
         "minitorch.nn.norm:BatchNorm",
         *ENGINE,
     ),
+    hand="parts",
 )
 def check_batch_norm_backward(batch_norm_backward: Callable[..., object]) -> str:
     """Exercise 03.6: training-mode batch-norm gradients for x, gamma and beta."""

@@ -125,6 +125,7 @@ def _max_hint(got: object, x: np.ndarray, g: np.ndarray, k: int, s: int, p: int)
         f"{_C}:im2col",
         *ENGINE,
     ),
+    hand="parts",
 )
 def check_pool_backward(
     max_pool2d_backward: Callable[..., object], avg_pool2d_backward: Callable[..., object]

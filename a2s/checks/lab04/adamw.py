@@ -158,7 +158,7 @@ def _run_config(
     return follow(step, problem, w0, want, name=name, hint=hint, mistakes=_mistakes(cfg))
 
 
-@grader("04.3", blocks=("minitorch.optim.adamw:AdamW",))
+@grader("04.3", blocks=("minitorch.optim.adamw:AdamW",), hand="trajectory")
 def check_adamw_step(adamw_step: Callable[..., Any]) -> str:
     """Exercise 04.3: adamw_step matches torch.optim.AdamW over 100 steps, every config."""
     new = fresh_rng("04.3")

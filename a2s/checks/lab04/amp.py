@@ -211,6 +211,7 @@ def _tracking(student: Callable[..., Any]) -> float:
         "minitorch.optim.grad_scaler:GradScaler",
         "minitorch.numerics.loss_scaling:DynamicLossScaler",
     ),
+    hand="trajectory",
 )
 def check_amp_step(amp_step: Callable[..., Any]) -> str:
     """Exercise 04.5: a mixed-precision step with dynamic loss scaling (skip, unscale, grow)."""

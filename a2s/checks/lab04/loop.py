@@ -203,7 +203,7 @@ def _check_seeded(fit: Callable[..., Any]) -> None:
     )
 
 
-@grader("04.6")
+@grader("04.6", hand="trajectory")
 def check_fit(fit: Callable[..., Any]) -> str:
     """Exercise 04.6: the loop's epochs, batches and schedule; the accuracy it reaches."""
     x, y = make_shapes(N_TRAIN, seed=10)

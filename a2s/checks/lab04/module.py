@@ -111,7 +111,7 @@ def _listed(student: Callable[..., Any], model: Module, case: str) -> list[tuple
     return pairs  # type: ignore[return-value]
 
 
-@grader("04.1", blocks=("minitorch.nn.module:Module",))
+@grader("04.1", blocks=("minitorch.nn.module:Module",), hand="object")
 def check_named_parameters(named_parameters: Callable[..., Any]) -> str:
     """Exercise 04.1: (name, Parameter) pairs of a module tree, exactly as torch names them."""
     total = 0

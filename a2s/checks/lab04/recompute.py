@@ -116,7 +116,7 @@ def _measure(student: Callable[..., Any], n: int, g: np.random.Generator | None 
     return units
 
 
-@grader("04.7", blocks=("minitorch.autograd.checkpoint:checkpoint_sequential",))
+@grader("04.7", blocks=("minitorch.autograd.checkpoint:checkpoint_sequential",), hand="budget")
 def check_sqrt_checkpoint(sqrt_checkpoint: Callable[..., Any]) -> str:
     """Exercise 04.7: exact gradients, and peak activation bytes within O(sqrt N)."""
     units = {n: _measure(sqrt_checkpoint, n) for n in SIZES}

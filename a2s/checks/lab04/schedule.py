@@ -114,6 +114,7 @@ def _schedule(
 @grader(
     "04.4",
     blocks=("minitorch.optim.schedule:warmup_cosine", "minitorch.optim.schedule:WarmupCosine"),
+    hand="trajectory",
 )
 def check_lr_schedule(lr_at: Callable[..., Any]) -> str:
     """Exercise 04.4: lr_at(step, ...) equals torch's chained warmup + cosine at every step."""

@@ -162,7 +162,7 @@ def _run_config(
     return follow(step, problem, w0, want, name=name, hint=hint, mistakes=_mistakes(cfg))
 
 
-@grader("04.2", blocks=("minitorch.optim.sgd:SGD",))
+@grader("04.2", blocks=("minitorch.optim.sgd:SGD",), hand="trajectory")
 def check_sgd_step(sgd_step: Callable[..., Any]) -> str:
     """Exercise 04.2: sgd_step matches torch.optim.SGD over 100 steps, every configuration."""
     new = fresh_rng("04.2")

@@ -195,6 +195,7 @@ def _one(
 @grader(
     "06.5",
     blocks=(f"{_M}:matmul_tiled", f"{_M}:matmul_blocked", f"{_M}:matmul_loops"),
+    hand="budget",
 )
 def check_matmul_tiled(matmul_tiled: Callable[..., object]) -> str:
     """Exercise 06.5: matmul_tiled(a, b, tile, kernel) -> C, one kernel call per tile triple."""

@@ -176,7 +176,7 @@ def _is_number(x: object) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-@grader("06.3", blocks=(f"{_T}:predicted_misses", *TRUTH_BLOCKS))
+@grader("06.3", blocks=(f"{_T}:predicted_misses", *TRUTH_BLOCKS), hand="property")
 def check_predicted_misses(predicted_misses: Callable[..., object]) -> str:
     """Exercise 06.3: the leading-order miss count of a loop order in a tiny cache."""
     cases = [
@@ -259,6 +259,7 @@ def _blocked_by(trace: np.ndarray, n: int, tile: int, case: str) -> None:
         *CACHE_BLOCKS,
         *TRUTH_BLOCKS,
     ),
+    hand="budget",
 )
 def check_blocked_trace(blocked_trace: Callable[..., object]) -> str:
     """Exercise 06.4: blocked_trace(n, tile): every iteration once, misses within budget."""

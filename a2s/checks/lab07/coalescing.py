@@ -60,6 +60,7 @@ _PREDICT_MISTAKES = (
         "minitorch.kernels.simt_memory:warp_segments",
         f"{__name__}:_loop_segments",  # the grader's own ground truth
     ),
+    hand="kernel",
 )
 def check_warp_transactions(student: Callable[..., object]) -> str:
     """Exercise 07.1: segments one warp touches reading at a stride (closed form)."""
@@ -132,7 +133,7 @@ _COALESCE = (
 _VALUES = "c[i] must be a[i] + b[i] in float32, for every i < n."
 
 
-@grader("07.2", blocks=(f"{KERNELS}:vector_add",))
+@grader("07.2", blocks=(f"{KERNELS}:vector_add",), hand="kernel")
 def check_vector_add(kernel: Callable[..., object]) -> str:
     """Exercise 07.2: c = a + b, one element per thread, at the minimum global traffic."""
     gen, new = rng(702), fresh_rng("07.2")

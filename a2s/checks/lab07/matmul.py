@@ -58,7 +58,7 @@ def matmul_budget(m: int, n: int, k: int) -> tuple[int, int]:
     return 4 * m * n * k // TILE**2, m * n * 4 // 32
 
 
-@grader("07.4", blocks=(f"{KERNELS}:matmul_tiled", f"{KERNELS}:matmul_naive"))
+@grader("07.4", blocks=(f"{KERNELS}:matmul_tiled", f"{KERNELS}:matmul_naive"), hand="kernel")
 def check_matmul_tiled(kernel: Callable[..., object]) -> str:
     """Exercise 07.4: c = a @ b with 16x16 shared tiles, at the traffic of tiling."""
     gen, new = rng(704), fresh_rng("07.4")

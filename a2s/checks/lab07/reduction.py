@@ -67,6 +67,7 @@ def _sums(x: np.ndarray, block: int) -> np.ndarray:
 @grader(
     "07.3",
     blocks=tuple(f"{KERNELS}:block_sum_{v}" for v in ("sequential", "interleaved", "divergent")),
+    hand="kernel",
 )
 def check_block_sum(kernel: Callable[..., object]) -> str:
     """Exercise 07.3: out[block] = sum of its slice of x; tree in shared memory, on budget."""

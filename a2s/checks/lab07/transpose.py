@@ -46,7 +46,11 @@ _CONFLICTS = (
 )
 
 
-@grader("07.5", blocks=tuple(f"{KERNELS}:transpose_{v}" for v in ("naive", "shared", "padded")))
+@grader(
+    "07.5",
+    blocks=tuple(f"{KERNELS}:transpose_{v}" for v in ("naive", "shared", "padded")),
+    hand="kernel",
+)
 def check_transpose(kernel: Callable[..., object]) -> str:
     """Exercise 07.5: dst = src.T, coalesced both ways, conflict-free in shared memory."""
     gen, new = rng(705), fresh_rng("07.5")

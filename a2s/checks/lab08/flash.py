@@ -198,7 +198,7 @@ def _backward_model(n: int, d: int, bq: int, bk: int, causal: bool) -> Traffic:
     return Traffic(8 * reads, 8 * writes)
 
 
-@grader("08.4", blocks=(*_REF, *TRUTH_BLOCKS))
+@grader("08.4", blocks=(*_REF, *TRUTH_BLOCKS), hand="kernel")
 def check_flash_forward(flash_forward: Callable[..., object]) -> str:
     """Exercise 08.4: FlashAttention forward, O and L in HBM, traffic and memory in budget."""
     cases = [*_cases("08.4"), _MEMORY]
@@ -244,7 +244,7 @@ def check_flash_forward(flash_forward: Callable[..., object]) -> str:
     )
 
 
-@grader("08.5", blocks=(*_REF, *TRUTH_BLOCKS))
+@grader("08.5", blocks=(*_REF, *TRUTH_BLOCKS), hand="kernel")
 def check_flash_backward(flash_backward: Callable[..., object]) -> str:
     """Exercise 08.5: FlashAttention backward with recomputation, traffic and memory in budget."""
     cases = [*_cases("08.5"), _MEMORY]

@@ -135,6 +135,7 @@ def _add_rmsnorm(student: Callable[..., object], n: int, d: int, tile: int, case
             "rmsnorm",
         )
     ),
+    hand="kernel",
 )
 def check_fusion(bias_gelu: Callable[..., object], add_rmsnorm: Callable[..., object]) -> str:
     """Exercise 08.1: bias+GELU and add+RMSNorm, each one pass over HBM."""

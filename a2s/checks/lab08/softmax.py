@@ -112,6 +112,7 @@ def _cases() -> list[tuple[str, tuple[int, int], int, float]]:
         f"{_A}:_online_stats",
         *TRUTH_BLOCKS,
     ),
+    hand="kernel",
 )
 def check_online_softmax(online_softmax: Callable[..., object]) -> str:
     """Exercise 08.2: softmax of HBM X into Y with the statistics in one pass."""

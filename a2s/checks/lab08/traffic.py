@@ -98,6 +98,7 @@ def _case(n: int, d: int, bq: int, bk: int, causal: bool, itemsize: int, label: 
         ),
         *(f"{__name__}:{f}" for f in ("naive_bytes", "flash_forward_bytes", "_want")),  # truth
     ),
+    hand="parts",
 )
 def check_predicted_traffic(predict: Callable[..., object]) -> str:
     """Exercise 08.3: (naive bytes, flash bytes) of attention forward, from the IO model."""

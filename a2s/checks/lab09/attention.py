@@ -123,7 +123,11 @@ def _qkv(g: np.random.Generator, b: int, h: int, hkv: int, t: int, d: int) -> tu
     )
 
 
-@grader("09.1", blocks=_BLOCKS)
+@grader(
+    "09.1",
+    blocks=_BLOCKS,
+    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
+)
 def check_causal_attention(causal_attention: Callable[..., object]) -> str:
     """Exercise 09.1: softmax(q k^T / sqrt(d) + causal mask) v."""
     r, f = rng(91), fresh_rng("09.1")
@@ -195,6 +199,7 @@ _GQA_MISTAKES = (
     "09.2",
     blocks=_GQA_BLOCKS,
     uses=(("09.1", "causal_attention", f"{_A}:scaled_dot_product_attention"),),
+    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
 )
 def check_gqa(gqa_attention: Callable[..., object]) -> str:
     """Exercise 09.2: grouped-query attention, q (B, H, T, d), k and v (B, H_kv, T, d)."""

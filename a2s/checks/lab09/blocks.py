@@ -48,7 +48,11 @@ _RMS_MISTAKES = (
 _RMS_HINT = "rms_norm = x / sqrt(mean(x^2 over the last axis) + eps) * weight (no centering)."
 
 
-@grader("09.5", blocks=(f"{_B}:rms_norm", f"{_B}:RMSNorm", "minitorch.kernels.fusion:rmsnorm"))
+@grader(
+    "09.5",
+    blocks=(f"{_B}:rms_norm", f"{_B}:RMSNorm", "minitorch.kernels.fusion:rmsnorm"),
+    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
+)
 def check_rms_norm(rms_norm: Callable[..., object]) -> str:
     """Exercise 09.5: rms_norm(x, weight, eps) over the last axis."""
     r, f = rng(95), fresh_rng("09.5")
@@ -125,7 +129,9 @@ _LAYOUT = (
 
 
 @grader(
-    "09.6", blocks=(f"{_B}:MLP", f"{_B}:silu", f"{__name__}:_sig", "a2s.checks.truths:gelu_tanh")
+    "09.6",
+    blocks=(f"{_B}:MLP", f"{_B}:silu", f"{__name__}:_sig", "a2s.checks.truths:gelu_tanh"),
+    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
 )
 def check_swiglu(swiglu: Callable[..., object]) -> str:
     """Exercise 09.6: swiglu(x, w1, w3, w2) = (silu(x W1^T) * x W3^T) W2^T."""

@@ -46,6 +46,7 @@ _MISTAKES = (
         "minitorch.runtime.quant_serving:kv_bytes_per_token",  # lab 28: K and V bytes per token
         f"{__name__}:_bytes",  # the grader's closed form
     ),
+    hand="parts",
 )
 def check_kv_cache_bytes(kv_cache_bytes: Callable[..., object]) -> str:
     """Exercise 09.7: kv_cache_bytes(config, seq_len, batch, itemsize) -> int."""

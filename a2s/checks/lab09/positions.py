@@ -73,6 +73,7 @@ _TWIN = "a2s.checks.lab09.torch_gpt"
         f"{__name__}:_rope_np",  # the grader's mistake model is the rotation at (2.0, False, 1.0)
         f"{_TWIN}:torch_rope",
     ),
+    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
 )
 def check_rope(rope: Callable[..., object]) -> str:
     """Exercise 09.3: rope(x) for x (..., T, d), positions 0..T-1, base 10000."""
@@ -151,6 +152,7 @@ _ALIBI_MISTAKES = (
         f"{__name__}:_odd_wrong",
         f"{_TWIN}:torch_alibi_slopes",
     ),
+    hand="parts",
 )
 def check_alibi_slopes(alibi_slopes: Callable[..., object]) -> str:
     """Exercise 09.4: the per-head slopes of ALiBi, (n,) array."""

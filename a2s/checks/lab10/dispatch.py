@@ -97,7 +97,7 @@ def _order_hint(order: np.ndarray, experts: np.ndarray) -> str:
     return "Group by expert (all of expert 0 first), token order within an expert."
 
 
-@grader("10.5", blocks=_BLOCKS)
+@grader("10.5", blocks=_BLOCKS, hand="parts")
 def check_dispatch_combine(dispatch: Callable[..., object], combine: Callable[..., object]) -> str:
     """Exercise 10.5: dispatch(x, experts, keep, E) -> (sent, counts, order); combine inverts."""
     cases = _cases()

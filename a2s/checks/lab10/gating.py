@@ -122,7 +122,7 @@ def _gating_cases() -> list[tuple[str, np.ndarray, int]]:
     ]
 
 
-@grader("10.1", blocks=_BLOCKS)
+@grader("10.1", blocks=_BLOCKS, hand="parts")
 def check_top_k_gating(top_k_gating: Callable[..., object]) -> str:
     """Exercise 10.1: (experts, gates) of top-k routing."""
     cases = _gating_cases()
@@ -179,7 +179,7 @@ def _slot_cases() -> list[tuple[str, np.ndarray, int, int]]:
     return named
 
 
-@grader("10.2", blocks=_BLOCKS)
+@grader("10.2", blocks=_BLOCKS, hand="parts")
 def check_assign_slots(assign_slots: Callable[..., object]) -> str:
     """Exercise 10.2: (position, keep) of each assignment under a capacity."""
     cases = _slot_cases()

@@ -148,7 +148,7 @@ _AUX_BLOCKS = (
 )
 
 
-@grader("10.4", blocks=_AUX_BLOCKS)
+@grader("10.4", blocks=_AUX_BLOCKS, hand="parts")
 def check_aux_losses(aux_losses: Callable[..., object]) -> str:
     """Exercise 10.4: (load-balancing loss, z-loss) of a router's logits."""
     cases = _loss_cases()

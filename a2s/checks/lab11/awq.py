@@ -37,7 +37,7 @@ _WHICH = (
 )
 
 
-@grader("11.4", blocks=_BLOCKS, uses=(_USES,))
+@grader("11.4", blocks=_BLOCKS, uses=(_USES,), hand="property")
 def check_awq_scales(awq_scales: Callable[..., Any]) -> str:
     """Exercise 11.4: ``awq_scales(w, x, bits, group_size) -> s`` (in,)."""
     f = fresh_rng("11.4")

@@ -46,7 +46,7 @@ def _grid_ok(w_hat: np.ndarray, bits: int, group: int) -> bool:
     return all(len(np.unique(np.round(b, 12))) <= 2**bits for row in blocks for b in row)
 
 
-@grader("11.3", blocks=_BLOCKS, uses=(_USES,))
+@grader("11.3", blocks=_BLOCKS, uses=(_USES,), hand="property")
 def check_gptq(gptq: Callable[..., Any]) -> str:
     """Exercise 11.3: ``gptq(w, x, bits, group_size) -> W_hat`` beats RTN."""
     g0 = rng(1103)

@@ -119,6 +119,7 @@ def _diagnose(
         "a2s.checks.lab11._truth:quantize_loop",  # the lab's own ground truth
         "a2s.checks.lab11._truth:rtn",
     ),
+    hand="parts",
 )
 def check_quantize(quantize_groups: Callable[..., Any]) -> str:
     """Exercise 11.1: ``quantize_groups(w, bits, group_size, symmetric) -> (q, scale, zero)``."""
@@ -173,7 +174,7 @@ def _pack_cases() -> list[tuple[str, np.ndarray]]:
     return [*named, (fresh("random INT4 matrix"), g.integers(-8, 8, shape))]
 
 
-@grader("11.2", blocks=(f"{_Q}:pack_int4", f"{_Q}:unpack_int4"))
+@grader("11.2", blocks=(f"{_Q}:pack_int4", f"{_Q}:unpack_int4"), hand="parts")
 def check_pack_int4(pack_int4: Callable[..., Any], unpack_int4: Callable[..., Any]) -> str:
     """Exercise 11.2: two signed 4-bit values a byte, element 2k in the low nibble."""
     total = 0

@@ -49,7 +49,7 @@ def _err(y: np.ndarray, got: np.ndarray) -> float:
     return float(np.sum((y - got) ** 2) / np.sum(y**2))
 
 
-@grader("11.5", blocks=_BLOCKS)
+@grader("11.5", blocks=_BLOCKS, hand="parts")
 def check_smooth_scales(smooth_scales: Callable[..., Any]) -> str:
     """Exercise 11.5: ``smooth_scales(x_absmax, w_absmax, alpha) -> s``."""
     a = rng(1105)

@@ -67,7 +67,7 @@ def _hint(got: np.ndarray, x, w, b, adapters, ids) -> str:
     return _ROWS
 
 
-@grader("12.4", blocks=_BLOCKS, forbid=FORBID)
+@grader("12.4", blocks=_BLOCKS, forbid=FORBID, hand="budget")
 def check_multi_adapter(multi_adapter_forward: Callable[..., Any]) -> str:
     """Exercise 12.4: per-row adapters match torch; no merged copy of W is built."""
     gen = rng(1204)

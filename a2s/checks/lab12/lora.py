@@ -135,7 +135,7 @@ def _one(fwd: Callable, bwd: Callable, layer: Layer, gen: np.random.Generator) -
 FORBID = ("torch", "tracemalloc", "_tracemalloc")
 
 
-@grader("12.1", blocks=_BLOCKS, forbid=FORBID)
+@grader("12.1", blocks=_BLOCKS, forbid=FORBID, hand="budget")
 def check_lora(lora_forward: Callable[..., Any], lora_backward: Callable[..., Any]) -> str:
     """Exercise 12.1: forward and (dA, dB, dx) match torch autograd, without building B A."""
     gen, worst = rng(1201), 0.0
@@ -171,7 +171,7 @@ _DTYPE = (
 )
 
 
-@grader("12.2", blocks=_BLOCKS)
+@grader("12.2", blocks=_BLOCKS, hand="parts")
 def check_merge(merge: Callable[..., Any], unmerge: Callable[..., Any]) -> str:
     """Exercise 12.2: the merged layer's output equals the unmerged one; unmerge gives W back."""
     gen, worst, rt = rng(1202), 0.0, 0.0

@@ -80,6 +80,7 @@ def _one(
 @grader(
     "13.5",
     blocks=("minitorch.compiler.ir:op_counts", "a2s.checks.lab13._truth:fx_counts"),
+    hand="object",
 )
 def check_compare_fx(compare: Callable[..., Any]) -> str:
     """Exercise 13.5: ``compare(graph, fx_nodes) -> (ours, fx's)`` op counts by kind."""

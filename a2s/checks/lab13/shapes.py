@@ -194,6 +194,7 @@ def _one(
     "13.2",
     blocks=("minitorch.compiler.ir:infer_shape", "minitorch.compiler.ir:broadcast_shape"),
     forbid=_FORBID,
+    hand="parts",
 )
 def check_infer_shape(infer_shape: Callable[..., Any]) -> str:
     """Exercise 13.2: ``infer_shape(op, shapes, attrs)``, a ``ValueError`` for an illegal op."""

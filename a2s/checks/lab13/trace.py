@@ -149,6 +149,7 @@ def _one(
         f"{_C}.ir:Graph.op",
     ),
     uses=(("13.2", "infer_shape", f"{_C}.ir:infer_shape"),),
+    hand="object",
 )
 def check_trace(trace: Callable[..., Any]) -> str:
     """Exercise 13.3: ``trace(fn, example_inputs) -> Graph`` by running ``fn`` on proxies."""

@@ -103,7 +103,7 @@ def _run(student: Callable[..., object], g: Graph, case: str) -> list[object]:
     return got
 
 
-@grader("13.1", blocks=("minitorch.compiler.ir:verify",))
+@grader("13.1", blocks=("minitorch.compiler.ir:verify",), hand="object")
 def check_verify(verify: Callable[..., object]) -> str:
     """Exercise 13.1: ``verify(graph) -> list[str]``, empty exactly for a well-formed graph."""
     n_good = n_bad = 0

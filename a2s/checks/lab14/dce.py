@@ -123,7 +123,7 @@ def _one(
     return len(g.nodes) - len(got.nodes)
 
 
-@grader("14.1", blocks=(f"{_P}:dce",))
+@grader("14.1", blocks=(f"{_P}:dce",), hand="property")
 def check_dce(dce: Callable[..., Any]) -> str:
     """Exercise 14.1: ``dce(graph) -> Graph`` without the values no output needs."""
     gen, removed = rng(1401), 0
@@ -195,7 +195,7 @@ def _dead_free(g: Graph) -> Graph:
     return Graph([n for n in g.nodes if n.name in live], g.outputs)
 
 
-@grader("14.2", blocks=(f"{_P}:cse", f"{_P}:_key"))
+@grader("14.2", blocks=(f"{_P}:cse", f"{_P}:_key"), hand="property")
 def check_cse(cse: Callable[..., Any]) -> str:
     """Exercise 14.2: ``cse(graph) -> Graph`` with every repeated computation done once."""
     gen, merged, cases = rng(1402), 0, _cse_cases()

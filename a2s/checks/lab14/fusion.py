@@ -121,7 +121,7 @@ def _cleaned(fn: Callable[..., Any], d: int, n: int) -> Graph:
     )[0]
 
 
-@grader("14.4", blocks=_BLOCKS)
+@grader("14.4", blocks=_BLOCKS, hand="object")
 def check_kernel_source(kernel_source: Callable[..., Any]) -> str:
     """Exercise 14.4: ``kernel_source(graph, names) -> str`` of a bit-exact fused kernel."""
     gen, kernels, ops = rng(1404), 0, 0

@@ -72,7 +72,11 @@ def _graphs() -> list[tuple[str, Graph]]:
     return out
 
 
-@grader("14.5", blocks=(f"{_M}:buffers", f"{_M}:greedy_by_size", f"{_M}:first_fit", f"{_M}:_place"))
+@grader(
+    "14.5",
+    blocks=(f"{_M}:buffers", f"{_M}:greedy_by_size", f"{_M}:first_fit", f"{_M}:_place"),
+    hand="property",
+)
 def check_memory_plan(liveness: Callable[..., Any], plan: Callable[..., Any]) -> str:
     """Exercise 14.5: ``liveness(graph)`` intervals and ``plan(intervals, sizes)`` offsets."""
     new = fresh_rng("14.5")

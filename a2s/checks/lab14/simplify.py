@@ -164,6 +164,7 @@ def _one(
         f"{_P}:_identity_of",
         f"{_P}:PassManager",
     ),
+    hand="property",
 )
 def check_fold_and_simplify(
     fold_constants: Callable[..., Any], simplify: Callable[..., Any]

@@ -171,6 +171,7 @@ def _one_case(student: Callable[..., object], n: int, case: str) -> int:
         "minitorch.compiler.loops:tile",
         "minitorch.compiler.autotune:matmul_schedule",
     ),
+    hand="budget",
 )
 def check_schedule_matmul(schedule_matmul: Callable[..., object]) -> str:
     """Exercise 15.1: a split/reorder schedule of an n x n matmul, misses within budget."""

@@ -147,6 +147,7 @@ def _one(tune: Callable[..., object], land: Landscape, case: str) -> tuple[int, 
         f"{__name__}:matmul_landscape",
         f"{__name__}:synthetic_landscape",
     ),
+    hand="budget",
 )
 def check_tune(tune: Callable[..., object]) -> str:
     """Exercise 15.4: within 10% of the grid's best, at most a quarter of the grid measured."""

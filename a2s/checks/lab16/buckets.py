@@ -79,7 +79,7 @@ _TEACH_2 = [
 ]
 
 
-@grader("16.2", blocks=_SCHEDULE_BLOCKS)
+@grader("16.2", blocks=_SCHEDULE_BLOCKS, hand="parts")
 def check_bucket_schedule(bucket_schedule: Callable[..., Any]) -> str:
     """Exercise 16.2: when each bucket's all-reduce runs on the comm stream."""
     cases = list(_TEACH_2) + _schedule_cases(rng(1602), str, 4)
@@ -218,6 +218,7 @@ _TEACH_4 = [
     "16.4",
     blocks=(f"{_R}:best_bucket_bytes", *_TRUTH),
     uses=(("16.2", "bucket_schedule", f"{_R}:allreduce_intervals"),),
+    hand="property",
 )
 def check_choose_bucket(choose_bucket_bytes: Callable[..., Any]) -> str:
     """Exercise 16.4: a bucket cap whose step time is the shortest of any cap (the budget)."""

@@ -51,6 +51,7 @@ _TEACH = [
         "minitorch.runtime.streams:Device",
         "a2s.checks.lab16._truth:prefetch_rows",
     ),
+    hand="budget",
 )
 def check_prefetch(prefetch_schedule: Callable[..., Any]) -> str:
     """Exercise 16.5: overlap layer i+1's all-gather with layer i's compute, 2 layers held."""

@@ -132,7 +132,7 @@ def random_program(gen: np.random.Generator, n: int) -> list[tuple[Any, ...]]:
     return prog
 
 
-@grader("16.1", blocks=BLOCKS)
+@grader("16.1", blocks=BLOCKS, hand="replay")
 def check_simulate(simulate: Callable[..., Any]) -> str:
     """Exercise 16.1: (start, end) of every op of a program of ops, records, waits, syncs."""
     cases = [(name, prog) for name, prog in _TEACHING.items()]

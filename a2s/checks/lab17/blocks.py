@@ -208,7 +208,7 @@ def _drive_alloc(student: Any, sizes: list[int], label: str) -> tuple[int, int]:
     return got_res, want_res
 
 
-@grader("17.2", blocks=BLOCKS)
+@grader("17.2", blocks=BLOCKS, hand="replay")
 def check_alloc_block(student: Any) -> str:
     g = fresh_rng("17.2")
     cases = list(_NAMED_ALLOC)
@@ -280,7 +280,7 @@ def _drive_free(student: Any) -> int:
     return 1 if plain_alloc(rows, MIB, True) is not None else 2
 
 
-@grader("17.3", blocks=BLOCKS)
+@grader("17.3", blocks=BLOCKS, hand="replay")
 def check_free_block(student: Any) -> str:
     g = fresh_rng("17.3")
     cases = list(_NAMED_FREE)

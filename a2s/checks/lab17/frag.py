@@ -56,7 +56,7 @@ _NAMED: list[tuple[str, list[Row]]] = [
 ]
 
 
-@grader("17.5", blocks=BLOCKS)
+@grader("17.5", blocks=BLOCKS, hand="replay")
 def check_fragmentation(student: Any) -> str:
     g = fresh_rng("17.5")
     cases = list(_NAMED) + [(fresh(f"random pool {k}"), _fresh_rows(g, True)) for k in range(3)]

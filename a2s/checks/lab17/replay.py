@@ -207,6 +207,7 @@ def _counters(counters: list[Any], dev: _Device, reserved: int, label: str) -> N
         ("17.2", "alloc_block", f"{_REF}:alloc_block"),
         ("17.3", "free_block", f"{_REF}:free_block"),
     ),
+    hand="replay",
 )
 def check_caching_allocator(malloc: Any, free: Any, empty_cache: Any) -> str:
     emptied = []

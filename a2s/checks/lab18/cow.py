@@ -213,7 +213,7 @@ def _scripts(f: np.random.Generator) -> list[tuple[str, list[Op], int]]:
     return named
 
 
-@grader("18.3", blocks=("minitorch.runtime.block_manager:BlockManager",))
+@grader("18.3", blocks=("minitorch.runtime.block_manager:BlockManager",), hand="replay")
 def check_copy_on_write(append_slot: Callable[..., Any]) -> str:
     """Exercise 18.3: append_slot(table, n_tokens, ref_count, free_blocks, block_size)."""
     total_copies = total_appends = 0

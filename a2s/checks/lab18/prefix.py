@@ -54,6 +54,7 @@ def _replay(keys: list[list[int]]) -> tuple[int, int]:
         "minitorch.runtime.block_manager:block_hash",
         "minitorch.runtime.block_manager:BlockManager",
     ),
+    hand="parts",
 )
 def check_prefix_hashes(block_hashes: Callable[..., Any]) -> str:
     """Exercise 18.4: block_hashes(tokens, block_size) -> one int key per full block."""

@@ -77,6 +77,7 @@ _TRUTH = "a2s.checks.lab18.slots"
         "minitorch.runtime.block_manager:BlockManager",
         f"{_TRUTH}:_slots",
     ),
+    hand="parts",
 )
 def check_slot_mapping(slot_mapping: Callable[..., Any]) -> str:
     """Exercise 18.1: slot_mapping(block_table, positions, block_size) -> (n,) int slots."""
@@ -165,6 +166,7 @@ def _case(g: np.random.Generator, n_q: int, length: int, h: int, hkv: int, bs: i
         f"{_TRUTH}:_slots",
     ),
     uses=(("18.1", "slot_mapping", f"{_REF}:slot_mapping"),),
+    hand="parts",
 )
 def check_paged_attention(paged_attention: Callable[..., Any]) -> str:
     """Exercise 18.2: paged_attention(q, k_cache, v_cache, block_table, context_len)."""

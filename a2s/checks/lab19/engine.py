@@ -152,6 +152,7 @@ def _expected(model: GPT, reqs: list[Request]) -> list[list[int]]:
         "minitorch.runtime.engine:Engine",
         "a2s.checks.lab19.engine:_expected",
     ),
+    hand="object",
 )
 def check_engine_step(engine_step: Callable[..., Any]) -> str:
     """Exercise 19.3: engine_step(runner, work) -> logits or None per sequence."""

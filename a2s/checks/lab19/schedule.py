@@ -156,7 +156,11 @@ def _step_cases(f: np.random.Generator) -> list[tuple[str, tuple]]:
 _TRUTH = "a2s.checks.lab19.schedule"
 
 
-@grader("19.1", blocks=(f"{_SCHED}:plan_step", f"{_SCHED}:Scheduler", f"{_TRUTH}:_plan"))
+@grader(
+    "19.1",
+    blocks=(f"{_SCHED}:plan_step", f"{_SCHED}:Scheduler", f"{_TRUTH}:_plan"),
+    hand="property",
+)
 def check_schedule_step(plan_step: Callable[..., Any]) -> str:
     """Exercise 19.1: plan_step(running, waiting, token_budget, max_num_seqs, free_blocks,
     chunked) -> [(seq_id, n_tokens)]."""
@@ -230,7 +234,11 @@ _PREEMPT_MISTAKES = (
 )
 
 
-@grader("19.2", blocks=(f"{_SCHED}:plan_preemption", f"{_SCHED}:Scheduler", f"{_TRUTH}:_preempt"))
+@grader(
+    "19.2",
+    blocks=(f"{_SCHED}:plan_preemption", f"{_SCHED}:Scheduler", f"{_TRUTH}:_preempt"),
+    hand="property",
+)
 def check_preemption(plan_preemption: Callable[..., Any]) -> str:
     """Exercise 19.2: plan_preemption(running, free_blocks) -> (kept ids, preempted ids)."""
     f = fresh_rng("19.2")

@@ -42,6 +42,7 @@ def _want(name: str, n: int, p: int, r: int, item: int) -> int:
 @grader(
     "20.5",  # the model, not a measurement of the course's collectives
     blocks=("minitorch.comm.cost:bytes_sent", "minitorch.comm.cost:chunk_bytes", *BLOCKS),
+    hand="parts",
 )
 def check_predict_bytes(predict_bytes: Callable[..., Any]) -> str:
     """Exercise 20.5: bytes sent by one rank, for the four algorithms of this lab."""

@@ -59,7 +59,7 @@ def _broadcast_cases(gen: np.random.Generator, mark: Callable[[str], str], count
     return out
 
 
-@grader("20.1", blocks=BLOCKS)
+@grader("20.1", blocks=BLOCKS, hand="ranks")
 def check_broadcast(broadcast: Callable[..., Any]) -> str:
     """Exercise 20.1: flat-tree broadcast of the root's array to every rank."""
     cases = _broadcast_cases(rng(2001), str, 0)
@@ -134,7 +134,7 @@ def _all_reduce_cases(gen: np.random.Generator, mark: Callable[[str], str], coun
     return out
 
 
-@grader("20.2", blocks=BLOCKS)
+@grader("20.2", blocks=BLOCKS, hand="ranks")
 def check_all_reduce(all_reduce: Callable[..., Any]) -> str:
     """Exercise 20.2: naive all-reduce (reduce to rank 0, then broadcast from rank 0)."""
     cases = _all_reduce_cases(rng(2002), str, 0) + _all_reduce_cases(fresh_rng("20.2"), fresh, 6)

@@ -97,7 +97,7 @@ def _rs_hint(r: int, got: Any, want: Any) -> str:
     return "Add the chunk r of every rank (your own included)."
 
 
-@grader("20.3", blocks=BLOCKS)
+@grader("20.3", blocks=BLOCKS, hand="ranks")
 def check_reduce_scatter(reduce_scatter: Callable[..., Any]) -> str:
     """Exercise 20.3: rank r ends with chunk r of the sum; each rank sends n - c_r bytes."""
     cases = _rs_cases(rng(2003), str, 0) + _rs_cases(fresh_rng("20.3"), fresh, 6)
@@ -129,7 +129,7 @@ def _ag_cases(gen: np.random.Generator, mark: Callable[[str], str], count: int) 
     return out
 
 
-@grader("20.4", blocks=BLOCKS)
+@grader("20.4", blocks=BLOCKS, hand="ranks")
 def check_all_gather(all_gather: Callable[..., Any]) -> str:
     """Exercise 20.4: every rank ends with all chunks in rank order; rank r sends (p-1) c_r."""
     cases = _ag_cases(rng(2004), str, 0) + _ag_cases(fresh_rng("20.4"), fresh, 6)

@@ -59,7 +59,7 @@ def _sim_time(fn: Callable[..., Any], p: int, nbytes: float, alpha: float, beta:
     return world.time
 
 
-@grader("21.3", blocks=_BLOCKS)
+@grader("21.3", blocks=_BLOCKS, hand="property")
 def check_crossover(crossover_bytes: Callable[..., Any]) -> str:
     """Exercise 21.3: the alpha-beta crossover between the binomial tree and the ring."""
     named = [

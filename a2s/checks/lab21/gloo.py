@@ -63,7 +63,7 @@ def _close(got: Any, want: np.ndarray) -> bool:
     return bool(np.allclose(got, want, rtol=1e-5, atol=1e-5))
 
 
-@grader("21.5", blocks=BLOCKS)
+@grader("21.5", blocks=BLOCKS, hand="ranks")
 def check_ring_on_gloo(ring: Callable[..., Any]) -> str:
     """Exercise 21.5: the ring on 3 gloo processes equals dist.all_reduce, bytes enforced."""
     xs = [np.arange(7) * (r + 1) for r in range(P)]  # a dry run on SimWorld first: no spawn

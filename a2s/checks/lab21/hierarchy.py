@@ -41,7 +41,7 @@ _LEADER = (
 )
 
 
-@grader("21.4", blocks=_BLOCKS, uses=(("21.1", "ring_all_reduce", _RING),))
+@grader("21.4", blocks=_BLOCKS, uses=(("21.1", "ring_all_reduce", _RING),), hand="ranks")
 def check_hierarchical(hierarchical: Callable[..., Any]) -> str:
     """Exercise 21.4: intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather."""
     gen, fr = rng(2104), fresh_rng("21.4")

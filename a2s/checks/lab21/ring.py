@@ -69,7 +69,7 @@ def _ring_cases(gen: np.random.Generator, mark: Callable[[str], str], count: int
     ]
 
 
-@grader("21.1", blocks=BLOCKS)
+@grader("21.1", blocks=BLOCKS, hand="ranks")
 def check_ring_all_reduce(ring_all_reduce: Callable[..., Any]) -> str:
     """Exercise 21.1: ring all-reduce, 2(p-1) chunk messages to the right neighbour per rank."""
     cases = _ring_cases(rng(2101), str, 0) + _ring_cases(fresh_rng("21.1"), fresh, 6)
@@ -118,7 +118,7 @@ def _held_bytes(n: int, p: int, r: int, item: int, descending: bool) -> int:
     return total * item
 
 
-@grader("21.2", blocks=BLOCKS)
+@grader("21.2", blocks=BLOCKS, hand="ranks")
 def check_halving_doubling(halving_doubling: Callable[..., Any]) -> str:
     """Exercise 21.2: recursive halving-doubling on p = 1, 2, 4, 8 ranks."""
     gen, fr = rng(2102), fresh_rng("21.2")

@@ -123,7 +123,7 @@ _DRAIN = (
 )
 
 
-@grader("22.1", blocks=(f"{_REF}:rdma_put", f"{_REF}:send_recv"))
+@grader("22.1", blocks=(f"{_REF}:rdma_put", f"{_REF}:send_recv"), hand="ranks")
 def check_rdma_put(student: Any) -> str:
     cases = _cases("22.1", offsets=True)
     for k, (label, size, length, off) in enumerate(cases):
@@ -174,7 +174,7 @@ def check_rdma_put(student: Any) -> str:
     return f"{len(cases)} puts, receiver CPU ops 0, copies 0, wire bytes = payload"
 
 
-@grader("22.2", blocks=(f"{_REF}:send_recv", f"{_REF}:rdma_put"))
+@grader("22.2", blocks=(f"{_REF}:send_recv", f"{_REF}:rdma_put"), hand="ranks")
 def check_send_recv(student: Any) -> str:
     cases = _cases("22.2", offsets=False)
     for k, (label, size, length, _off) in enumerate(cases):

@@ -174,7 +174,7 @@ def _launch(raw: Callable[..., Any], gloo: list[dict[str, Any]]) -> list:
     return launch_learner(target, 2, source, raw.__name__, gloo, advice=_SOURCE)
 
 
-@grader("23.2", blocks=REFERENCE)
+@grader("23.2", blocks=REFERENCE, hand="ranks")
 def check_ddp_sync(ddp_sync: Callable[..., Any], real: bool = True) -> str:
     """Exercise 23.2: averaged gradients, one all-reduce per bucket; SimWorld then gloo."""
     cases = [dict(c, label=f"widths={c['widths']}, p={c['p']}") for c in _TEACHING]

@@ -73,6 +73,7 @@ _HINTS = {
         "a2s.checks.lab23.memory:_formula",  # the grader's own closed forms
         "a2s.checks.lab23.memory:measured_bytes",
     ),
+    hand="measure",
 )
 def check_zero_bytes(zero_bytes: Callable[..., Any]) -> str:
     """Exercise 23.4: model-state bytes per rank of ZeRO stage 0-3 (K = 12)."""
@@ -187,7 +188,7 @@ def _measured(student: Any, stores: list[ZeroRank], x: np.ndarray) -> Callable[.
     return rank
 
 
-@grader("23.5", blocks=_BLOCKS)
+@grader("23.5", blocks=_BLOCKS, hand="ranks")
 def check_zero3_forward(zero3_forward: Callable[..., Any]) -> str:
     """Exercise 23.5: ZeRO-3 forward that gathers each layer on use and frees it."""
     specs = [("4 layers of 16x16, N=4", [16, 16, 16, 16, 16], 4, 0)]

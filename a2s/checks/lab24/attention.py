@@ -130,7 +130,7 @@ def _layer(
     return "ok"
 
 
-@grader("24.2", blocks=BLOCKS)
+@grader("24.2", blocks=BLOCKS, hand="ranks")
 def check_head_parallel_attention(
     tp_attention_forward: Callable[..., Any], tp_mlp_forward: Callable[..., Any] | None = None
 ) -> str:

@@ -267,7 +267,7 @@ def _gloo(fwd: Any, bwd: Any, specs: list[tuple[int, int, int, int, int]]) -> in
     return len(specs)
 
 
-@grader("24.1", blocks=BLOCKS)
+@grader("24.1", blocks=BLOCKS, hand="ranks")
 def check_tp_mlp(
     tp_mlp_forward: Callable[..., Any], tp_mlp_backward: Callable[..., Any], real: bool = True
 ) -> str:

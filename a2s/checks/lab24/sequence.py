@@ -55,7 +55,7 @@ def _sp_case(gen: np.random.Generator) -> tuple[int, ...]:
     )
 
 
-@grader("24.4", blocks=BLOCKS)
+@grader("24.4", blocks=BLOCKS, hand="ranks")
 def check_sp_mlp(sp_mlp_forward: Callable[..., Any]) -> str:
     """Exercise 24.4: SP block equals the unsharded rows; one AG + one RS; 1/t of the storage."""
     gen = fresh_rng("24.4")
@@ -214,7 +214,7 @@ def measured_bytes(s: int, b: int, h: int, a: int, t: int, mode: str) -> int:
     return int(SimWorld(t).run(rank)[0])
 
 
-@grader("24.5", blocks=BLOCKS)
+@grader("24.5", blocks=BLOCKS, hand="measure")
 def check_activation_bytes(activation_bytes_per_layer: Callable[..., Any]) -> str:
     """Exercise 24.5: predicted bytes per layer equal the formulas and the measurement."""
     gen = fresh_rng("24.5")

@@ -50,7 +50,7 @@ def _local_max_loss(logits: np.ndarray, targets: np.ndarray, t: int, m: np.ndarr
     return np.log(total) + m - logits[np.arange(len(targets)), targets]
 
 
-@grader("24.3", blocks=BLOCKS)
+@grader("24.3", blocks=BLOCKS, hand="ranks")
 def check_vocab_cross_entropy(vocab_parallel_cross_entropy: Callable[..., Any]) -> str:
     """Exercise 24.3: loss and gradient shards equal the full softmax; scalars only travel."""
     gen = fresh_rng("24.3")

@@ -70,7 +70,7 @@ def _cases(named: list[tuple[int, ...]], exercise: str, count: int, draw: Callab
     return out
 
 
-@grader("25.1", blocks=_BLOCKS)
+@grader("25.1", blocks=_BLOCKS, hand="property")
 def check_gpipe(gpipe_schedule: Callable[..., Any]) -> str:
     """Exercise 25.1: GPipe, every forward then every backward; bubble (p-1)/(m+p-1)."""
     cases = _cases(
@@ -94,7 +94,7 @@ def check_gpipe(gpipe_schedule: Callable[..., Any]) -> str:
     return f"{len(cases)} GPipe schedules valid, bubble (p-1)/(m+p-1) exact, peak m activations"
 
 
-@grader("25.2", blocks=_BLOCKS)
+@grader("25.2", blocks=_BLOCKS, hand="property")
 def check_one_f_one_b(one_f_one_b_schedule: Callable[..., Any]) -> str:
     """Exercise 25.2: 1F1B, GPipe's bubble with at most min(p - s, m) stashed per stage."""
     cases = _cases(
@@ -138,7 +138,7 @@ def check_one_f_one_b(one_f_one_b_schedule: Callable[..., Any]) -> str:
     )
 
 
-@grader("25.4", blocks=_BLOCKS)
+@grader("25.4", blocks=_BLOCKS, hand="property")
 def check_interleaved(interleaved_schedule: Callable[..., Any]) -> str:
     """Exercise 25.4: interleaved 1F1B; bubble (p-1)/(v m+p-1) with chunks of 1/v the work."""
     cases = _cases(

@@ -149,7 +149,7 @@ def _compare(case: dict[str, Any], outs: list[dict], where: str) -> None:
     _order(case, outs, label)
 
 
-@grader("25.5", blocks=REFERENCE)
+@grader("25.5", blocks=REFERENCE, hand="ranks")
 def check_pipeline_train(pipeline_train_step: Callable[..., Any], real: bool = True) -> str:
     """Exercise 25.5: pipelined training equals one process; SimWorld, then 2 gloo ranks."""
     cases = [dict(c, label=_label(c)) for c in _TEACHING]

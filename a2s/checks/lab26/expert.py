@@ -97,7 +97,7 @@ def _program(comm: Communicator, fn: Callable[..., Any], case: dict) -> dict:
     return {"y": y, "dropped": int(dropped)}
 
 
-@grader("26.3", blocks=REFERENCE)
+@grader("26.3", blocks=REFERENCE, hand="ranks")
 def check_expert_parallel(expert_parallel_moe: Callable[..., Any]) -> str:
     """Exercise 26.3: EP MoE equals the single-process MoE with the same drops; bytes exact."""
     cases = [

@@ -135,7 +135,7 @@ def _judge(student: Callable[..., Any], m: Model, c: Cluster, batch: int, tag: s
     return ranked[0]
 
 
-@grader("26.4", blocks=REFERENCE)
+@grader("26.4", blocks=REFERENCE, hand="property")
 def check_plan(plan: Callable[..., Any]) -> str:
     """Exercise 26.4: feasible, optimal under the cost model, and near the published layouts."""
     lines = []

@@ -176,7 +176,7 @@ def _one_block_at_a_time(raw: Any) -> float:
     return most
 
 
-@grader("26.1", blocks=RING_REF)
+@grader("26.1", blocks=RING_REF, hand="ranks")
 def check_ring_attention(ring_attention: Callable[..., Any], real: bool = True) -> str:
     """Exercise 26.1: ring attention equals full attention; K/V only around the ring."""
     cases = ring_cases()

@@ -38,7 +38,7 @@ def _case(seed: int, p: int, h: int, nb: int, d: int, causal: bool, label: str) 
     return {"q": q, "k": k, "v": v, "causal": causal, "p": p, "label": label}
 
 
-@grader("26.2", blocks=REFERENCE)
+@grader("26.2", blocks=REFERENCE, hand="ranks")
 def check_ulysses(ulysses_attention: Callable[..., Any]) -> str:
     """Exercise 26.2: Ulysses equals full attention with 4 (p-1)/p of a tensor sent per rank."""
     cases = [

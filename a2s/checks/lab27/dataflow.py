@@ -215,7 +215,7 @@ def _cases(
     return named
 
 
-@grader("27.1", blocks=BLOCKS)
+@grader("27.1", blocks=BLOCKS, hand="parts")
 def check_weight_stationary(weight_stationary: Callable[..., object]) -> str:
     """Exercise 27.1: weight_stationary(a, b, rows, cols, mac) -> (C, busy per cycle)."""
     cycles = [_one(weight_stationary, lbl, s, True, g) for lbl, s, g in _cases(2701, "27.1", True)]
@@ -226,7 +226,7 @@ def check_weight_stationary(weight_stationary: Callable[..., object]) -> str:
     )
 
 
-@grader("27.2", blocks=BLOCKS)
+@grader("27.2", blocks=BLOCKS, hand="parts")
 def check_output_stationary(output_stationary: Callable[..., object]) -> str:
     """Exercise 27.2: output_stationary(a, b, rows, cols, mac) -> (C, busy per cycle)."""
     cycles = [

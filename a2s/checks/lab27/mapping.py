@@ -223,6 +223,7 @@ def _one_tiles(
         f"{__name__}:_footprint",
         f"{__name__}:_traffic",
     ),
+    hand="property",
 )
 def check_choose_tiles(choose_tiles: Callable[..., object]) -> str:
     """Exercise 27.4: choose_tiles(M, K, N, sram_bytes, ridge) -> (tm, tk, tn), compute-bound."""

@@ -112,6 +112,7 @@ def _mesh_hint(got: object, traffic: list, w: int, h: int) -> str:
         f"{__name__}:_loads",
         f"{__name__}:_arrival",
     ),
+    hand="parts",
 )
 def check_mesh(xy_link_loads: Callable[..., object], ring_placement: Callable[..., object]) -> str:
     """Exercise 27.5: link loads under XY routing, and a one-hop ring on a 4 x 4 mesh."""

@@ -81,6 +81,7 @@ def _hint(key: str, got: Any, want: dict[str, int], engine: Any) -> str:
         "minitorch.runtime.quant_serving:kv_bytes_per_token",
         "a2s.checks.lab28.kv:_truth",
     ),
+    hand="object",
 )
 def check_kv_usage(kv_usage: Callable[..., Any]) -> str:
     """Exercise 28.3: kv_usage(engine) -> dict(held, bound, reserved, bytes)."""

@@ -71,6 +71,7 @@ _BLOCKS = (
         ("28.2", "work_counts", "minitorch.runtime.quant_serving:work_counts"),
         ("28.3", "kv_usage", "minitorch.runtime.quant_serving:kv_usage"),
     ),
+    hand="measure",
 )
 def check_report(report: Callable[..., Any]) -> str:
     """Exercise 28.4: capstone_report(model, seed) -> dict of figures."""

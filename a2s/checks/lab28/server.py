@@ -212,7 +212,7 @@ _BLOCKS = (
 )
 
 
-@grader("28.1", blocks=_BLOCKS)
+@grader("28.1", blocks=_BLOCKS, hand="object")
 def check_server(build_server: Callable[..., Any]) -> str:
     """Exercise 28.1: build_server(model, num_blocks, block_size, budget, seats, cost)."""
     f = fresh_rng("28.1")

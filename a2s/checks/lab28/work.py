@@ -57,6 +57,7 @@ def _hint(key: str, got: int, reqs: list[Any], result: Any) -> str:
         "a2s.checks.lab28._truth:no_cache_work",
         "a2s.checks.lab28.work:_truth",
     ),
+    hand="parts",
 )
 def check_work_counts(work_counts: Callable[..., Any]) -> str:
     """Exercise 28.2: work_counts(requests, result) -> dict of four counts."""
