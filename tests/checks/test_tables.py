@@ -56,10 +56,21 @@ def test_each_modelled_mistake_gets_its_own_hint(table: Table, index: int) -> No
 
     with pytest.raises(CheckFailure) as err:
         table.grade(wrong)
-    assert mistake.message.strip() in str(err.value), (
+    if mistake.message.strip() in str(err.value):
+        return
+    # an earlier mistake of the table gives this very answer on the failing case: the two are
+    # one answer there, and the earlier one's hint is shown (07.1's formulas at stride 0)
+    case = next(c for c in table.cases() if not table.same(wrong(*c.args), c.want()))
+    got = wrong(*case.args)
+    earlier = [m for m in table.mistakes[:index] if m.matches(got, case.args, table.same)]
+    assert earlier and earlier[0].message.strip() in str(err.value), (
         f"{table.exercise}: the mistake {mistake.message.strip()[:60]!r} got another message:\n"
         f"{err.value}"
     )
+    SHADOWED.append(f"{table.exercise}-{index}")
+
+
+SHADOWED: list[str] = []  # mistakes an earlier one answers alike on their first failing case
 
 
 def test_a_learner_who_changes_the_inputs_changes_no_table() -> None:

@@ -11,10 +11,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
+from a2s.checks.cases import Mistake, fresh
 from a2s.checks.core import assert_bits_equal, assert_true, fresh_rng, grader, rng
 from a2s.checks.lab06.traces import line_events
 from a2s.checks.lab07._truth import KERNELS, at_most, device, run_kernel, touched_all
+from a2s.checks.table import Table
 
 __all__ = ["check_vector_add", "check_warp_transactions"]
 
@@ -53,6 +54,42 @@ _PREDICT_MISTAKES = (
 )
 
 
+_LABEL = "stride {}, {}-byte items, {}-byte segments"
+
+
+def _stride(src: np.random.Generator, i: int) -> tuple[str, tuple[int, int, int]]:
+    s, b, g = int(src.integers(0, 40)), int(src.choice([1, 2, 4, 8])), int(src.choice([32, 128]))
+    return _LABEL.format(s, b, g), (s, b, g)
+
+
+SEGMENTS = Table(
+    "07.1",
+    truth=_loop_segments,
+    named=[
+        (_LABEL.format(*c), c)
+        for c in [
+            (1, 4, 32),
+            (2, 4, 32),
+            (0, 4, 32),
+            (8, 4, 32),
+            (33, 4, 32),
+            (1, 4, 128),
+            (3, 4, 32),
+            (4, 8, 32),
+            (1, 2, 32),
+            (5, 4, 128),
+            (64, 4, 128),
+        ]
+    ],
+    draw=_stride,
+    seeded=40,
+    fresh=10,
+    mistakes=_PREDICT_MISTAKES,
+    what="segments",
+    message="[{label}] predicted {got!r}, a warp touches {want}.{hint}",
+)
+
+
 @grader(
     "07.1",
     blocks=(
@@ -60,56 +97,10 @@ _PREDICT_MISTAKES = (
         "minitorch.kernels.simt_memory:warp_segments",
         f"{__name__}:_loop_segments",  # the grader's own ground truth
     ),
-    hand="kernel",
 )
 def check_warp_transactions(student: Callable[..., object]) -> str:
     """Exercise 07.1: segments one warp touches reading at a stride (closed form)."""
-    named = [
-        (1, 4, 32),
-        (2, 4, 32),
-        (0, 4, 32),
-        (8, 4, 32),
-        (33, 4, 32),
-        (1, 4, 128),
-        (3, 4, 32),
-        (4, 8, 32),
-        (1, 2, 32),
-        (5, 4, 128),
-        (64, 4, 128),
-    ]
-    cases = [
-        Case(
-            f"stride {s}, {b}-byte items, {g}-byte segments",
-            (s, b, g),
-            _loop_segments,
-            _PREDICT_MISTAKES,
-        )
-        for s, b, g in named
-    ]
-    gen, new = rng(701), fresh_rng("07.1")
-    for src, count, mark in ((gen, 40, str), (new, 10, fresh)):
-        for _ in range(count):
-            s, b, g = (
-                int(src.integers(0, 40)),
-                int(src.choice([1, 2, 4, 8])),
-                int(src.choice([32, 128])),
-            )
-            cases.append(
-                Case(
-                    mark(f"stride {s}, {b}-byte items, {g}-byte segments"),
-                    (s, b, g),
-                    _loop_segments,
-                    _PREDICT_MISTAKES,
-                )
-            )
-    n = run_cases(
-        student,
-        cases,
-        what="segments",
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] predicted {got!r}, a warp touches {want}. {hint}"
-        ),
-    )
+    n = SEGMENTS.grade(student)
     _, lines = line_events(student, 33, 4, 32)
     assert_true(
         lines < 32,
