@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import CheckFailure, fresh_rng, grader
+from a2s.checks.cases import Mistake
+from a2s.checks.core import CheckFailure, grader
+from a2s.checks.table import Table
 
 __all__ = ["check_predicted_traffic", "flash_forward_bytes"]
 
@@ -85,8 +86,31 @@ def _pair(got: object, label: str) -> object:
     return pair
 
 
-def _case(n: int, d: int, bq: int, bk: int, causal: bool, itemsize: int, label: str) -> Case:
-    return Case(label, (n, d, bq, bk, causal, itemsize), _want, _MISTAKES, _HINT)
+def _random(g: np.random.Generator, i: int) -> tuple[str, tuple[object, ...]]:
+    n, d = int(g.integers(1, 3000)), int(g.choice([16, 32, 64, 128]))
+    bq, bk = int(g.choice([16, 32, 64, 128])), int(g.choice([16, 32, 64, 128]))
+    args = (n, d, bq, bk, bool(g.integers(0, 2)), int(g.choice([2, 4, 8])))
+    return f"random case {i}: n = {n}, d = {d}, blocks {bq}/{bk}", args
+
+
+TRAFFIC = Table(
+    "08.3",
+    truth=_want,
+    named=[
+        ("n = 64, d = 16, blocks of 16, float64", (64, 16, 16, 16, False, 8)),
+        ("same, causal", (64, 16, 16, 16, True, 8)),
+        ("n = 1000 (not a multiple), float32", (1000, 64, 64, 128, False, 4)),
+        ("n = 1000, causal, bfloat16", (1000, 64, 128, 64, True, 2)),
+        ("n = 4096, d = 64, bfloat16", (4096, 64, 64, 64, False, 2)),
+    ],
+    draw=_random,
+    fresh=4,
+    mistakes=_MISTAKES,
+    hint=_HINT,
+    read=_pair,
+    what="(naive bytes, flash bytes)",
+    message="[{label}] predicted {got!r}, the IO model gives {want!r}.{hint}",
+)
 
 
 @grader(
@@ -98,43 +122,12 @@ def _case(n: int, d: int, bq: int, bk: int, causal: bool, itemsize: int, label: 
         ),
         *(f"{__name__}:{f}" for f in ("naive_bytes", "flash_forward_bytes", "_want")),  # truth
     ),
-    hand="parts",
 )
 def check_predicted_traffic(predict: Callable[..., object]) -> str:
     """Exercise 08.3: (naive bytes, flash bytes) of attention forward, from the IO model."""
-    cases = [
-        _case(64, 16, 16, 16, False, 8, "n = 64, d = 16, blocks of 16, float64"),
-        _case(64, 16, 16, 16, True, 8, "same, causal"),
-        _case(1000, 64, 64, 128, False, 4, "n = 1000 (not a multiple), float32"),
-        _case(1000, 64, 128, 64, True, 2, "n = 1000, causal, bfloat16"),
-        _case(4096, 64, 64, 64, False, 2, "n = 4096, d = 64, bfloat16"),
-    ]
-    g = fresh_rng("08.3")
-    for i in range(4):
-        n, d = int(g.integers(1, 3000)), int(g.choice([16, 32, 64, 128]))
-        bq, bk = int(g.choice([16, 32, 64, 128])), int(g.choice([16, 32, 64, 128]))
-        cases.append(
-            _case(
-                n,
-                d,
-                bq,
-                bk,
-                bool(g.integers(0, 2)),
-                int(g.choice([2, 4, 8])),
-                fresh(f"random case {i}: n = {n}, d = {d}, blocks {bq}/{bk}"),
-            )
-        )
-    run_cases(
-        predict,
-        cases,
-        what="(naive bytes, flash bytes)",
-        read=_pair,
-        message=lambda c, got, want, hint: (
-            f"[{c.label}] predicted {got!r}, the IO model gives {want!r}. {hint}"
-        ),
-    )
+    count = TRAFFIC.grade(predict)
     naive, flash = _want(4096, 64, 128, 64, False, 2)
     return (
-        f"{len(cases)} predictions exact; at n = 4096, d = 64, blocks 128/64 (bf16) naive moves "
+        f"{count} predictions exact; at n = 4096, d = 64, blocks 128/64 (bf16) naive moves "
         f"{naive / 2**20:.0f} MiB, flash {flash / 2**20:.0f} MiB ({naive / flash:.1f}x less)"
     )
