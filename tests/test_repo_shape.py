@@ -180,9 +180,6 @@ LAB_HELPERS = {"__init__.py", "_truth.py", "workers.py"}
 # 24 are being moved (shared truths to a2s/checks/truths.py) by another change. Drop each entry
 # when its file is gone or renamed; a stale entry fails the test.
 _PENDING = {"lab20/_sim.py", "lab21/_world.py", "lab24/_world.py"}
-# Helpers this test found beyond issue 19's list, left to their labs' owners: lab 06's line
-# counter, lab 09's torch twin of the GPT (tests and notebook 09 import it) and lab 17's device.
-_UNLISTED = {"lab06/events.py", "lab09/torch_gpt.py", "lab17/device.py"}
 
 
 def _defines_grader(path: Path) -> bool:
@@ -205,7 +202,7 @@ def test_lab_packages_hold_graders_truth_and_workers_only() -> None:
         files = [lab] if lab.is_file() else sorted(lab.iterdir())
         for path in files:
             rel = path.relative_to(checks).as_posix()
-            if path.name == "__pycache__" or rel in _PENDING | _UNLISTED:
+            if path.name == "__pycache__" or rel in _PENDING:
                 continue
             if path.name in LAB_HELPERS:
                 continue
@@ -216,7 +213,7 @@ def test_lab_packages_hold_graders_truth_and_workers_only() -> None:
         "helpers go in its _truth.py, rank programs in workers.py, code other labs could use in "
         "a shared module of a2s/checks/"
     )
-    known = _PENDING | _UNLISTED
+    known = _PENDING
     present = {p for p in known if (checks / p).is_file() and not _defines_grader(checks / p)}
     assert present == known, f"{sorted(known - present)} moved: drop them from the exceptions"
 

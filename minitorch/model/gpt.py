@@ -11,7 +11,7 @@ torch / Llama style: ``tok_emb.weight``, ``blocks.{i}.norm1.weight``,
 ``norm_f.weight``, ``lm_head.weight`` (absent when ``config.tie_head``). ``generate(idx, n,
 greedy=True, temperature=1.0, seed=0)`` appends n tokens, recomputing the whole window
 each step (no KV cache). ``n_params()`` counts unique weights. The torch twin used by
-tests and graders lives in ``a2s.checks.lab09.torch_gpt`` (``to_torch(model)``,
+tests and graders lives in ``a2s.checks.lab09._truth`` (``to_torch(model)``,
 ``from_torch(torch_model, model)``), a fast functional torch forward for benchmarks in
 ``a2s.bench.lab09.torch_forward``: the reference itself never imports torch. The
 trained tiny model: ``minitorch.model.checkpoint.load_pretrained()`` (config

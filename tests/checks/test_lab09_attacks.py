@@ -315,7 +315,7 @@ def rope_variant(x, exponent=2.0, half=False, sign=1.0, first=0):
 def _torch_rope(x):
     import torch
 
-    from a2s.checks.lab09.torch_gpt import torch_rope
+    from a2s.checks.lab09._truth import torch_rope
 
     return torch_rope(torch.from_numpy(x)).numpy()
 
@@ -423,7 +423,7 @@ def slopes_recursive(n):
 
 
 def _torch_slopes(n):
-    from a2s.checks.lab09.torch_gpt import torch_alibi_slopes
+    from a2s.checks.lab09._truth import torch_alibi_slopes
 
     return torch_alibi_slopes(n).numpy()
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from a2s.checks.lab09.torch_gpt import from_torch, to_torch
+from a2s.checks.lab09._truth import from_torch, to_torch
 from minitorch.model.config import GPTConfig
 from minitorch.model.gpt import GPT
 

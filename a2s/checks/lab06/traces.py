@@ -20,13 +20,13 @@ import numpy as np
 from a2s.checks.cases import Case, Mistake, fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab06.events import _covers, line_events
+from a2s.checks.lab06._truth import _covers, line_events
 from a2s.checks.lab06.lru import BLOCKS as CACHE_BLOCKS
 from a2s.checks.lab06.lru import TRUTH_BLOCKS as LRU_TRUTH
 from a2s.checks.lab06.lru import plain_lru
 from a2s.checks.table import Table
 
-__all__ = ["check_blocked_trace", "check_loop_trace", "check_predicted_misses", "line_events"]
+__all__ = ["check_blocked_trace", "check_loop_trace", "check_predicted_misses"]
 
 _T = "minitorch.kernels.traces"
 ORDERS = ("ijk", "ikj", "jik", "jki", "kij", "kji")

@@ -13,7 +13,7 @@ import numpy as np
 
 from a2s.checks.cases import Mistake, fresh
 from a2s.checks.core import assert_bits_equal, assert_true, fresh_rng, grader, rng
-from a2s.checks.lab06.traces import line_events
+from a2s.checks.lab06._truth import line_events
 from a2s.checks.lab07._truth import KERNELS, at_most, device, run_kernel, touched_all
 from a2s.checks.table import Table
 

@@ -4,7 +4,7 @@ Students write each piece in numpy; every answer is compared with torch in float
 (``F.scaled_dot_product_attention``, the complex-number RoPE, ``F.rms_norm``, ``F.silu``) or
 with the paper's closed form (ALiBi slopes), on fixed teaching cases with a hint per known
 mistake plus fresh random cases. The reference of ``minitorch.model`` is blocked and torch
-is forbidden in student code. ``torch_gpt`` is the torch twin of the course GPT.
+is forbidden in student code. ``_truth`` holds the torch twin of the course GPT.
 """
 
 from a2s.checks.lab09.attention import check_causal_attention, check_gqa

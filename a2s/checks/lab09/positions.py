@@ -16,8 +16,7 @@ import torch
 from a2s.checks.cases import Case, Mistake, fresh
 from a2s.checks.compare import float_array
 from a2s.checks.core import assert_true, fresh_rng, grader, rng
-from a2s.checks.lab09._truth import run_array_cases
-from a2s.checks.lab09.torch_gpt import torch_rope
+from a2s.checks.lab09._truth import run_array_cases, torch_rope
 
 __all__ = ["check_alibi_slopes", "check_rope"]
 
@@ -61,7 +60,7 @@ _ROPE_MISTAKES = (
 )
 
 
-_TWIN = "a2s.checks.lab09.torch_gpt"
+_TWIN = "a2s.checks.lab09._truth"
 
 
 @grader(

@@ -1,12 +1,11 @@
 """Grader of exercise 17.4: the caching allocator's malloc/free/empty_cache, replayed on traces.
 
-The student's functions run on a :class:`~minitorch.runtime.allocator.CacheState` whose device
-is the grader's own counting device. Every address is checked (inside a live segment, no
-overlap with a live block); the counters must agree with the device; the device allocations
-and the reserved peak must equal the grader's plain model (:mod:`.model`) on the teaching
-traces and a fresh random one. On the shipped three-step training trace of the tiny GPT the
-budgets are enforced: the third step asks the device for nothing, the reserved peak stays
-within 1.25x the live-bytes lower bound, and empty_cache gives every byte back.
+The student's functions run on a ``CacheState`` whose device is the grader's counting device;
+every address is checked (inside a live segment, no overlap with a live block), the counters
+must agree with the device, and the device allocations and the reserved peak must equal the
+plain model's (device and model in :mod:`._truth`) on the teaching traces and a fresh random one.
+On the shipped three-step training trace of the tiny GPT the budgets are enforced: the third step
+asks for nothing, the peak stays within 1.25x the live-bytes bound, empty_cache gives all back.
 """
 
 from __future__ import annotations
@@ -20,6 +19,10 @@ from a2s.checks.harness import run_apart
 from a2s.checks.lab17._truth import (
     MIB,
     Trace,
+    _counts,
+    _Device,
+    _device_proxy,
+    _int,
     _live_after,
     _Plain,
     _plain_run,
@@ -27,7 +30,6 @@ from a2s.checks.lab17._truth import (
     _whole_free,
     plain_replay,
 )
-from a2s.checks.lab17.device import _counts, _Device, _device_proxy, _int
 from a2s.checks.values import assert_true
 from minitorch.runtime.allocator import CacheState
 from minitorch.runtime.trace import training_step_trace

@@ -1,5 +1,5 @@
-"""Helpers of the lab 06 trace graders: counting the learner's Python lines, and checking that a
-blocked trace covers every iteration exactly once."""
+"""Lab 06's trusted side, shared by its trace graders: counting the learner's Python lines, and
+checking that a blocked trace covers every iteration exactly once."""
 
 from __future__ import annotations
 
