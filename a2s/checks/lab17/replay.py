@@ -4,9 +4,7 @@ The student's functions run on a ``CacheState`` whose device is the grader's cou
 every address is checked (inside a live segment, no overlap with a live block), the counters
 must agree with the device, and the device allocations and the reserved peak must equal the
 plain model's (device and model in :mod:`._truth`) on the teaching traces and a fresh random one.
-On the shipped three-step training trace of the tiny GPT the budgets are enforced: the third step
-asks for nothing, the peak stays within 1.25x the live-bytes bound, empty_cache gives all back.
-"""
+On the tiny GPT's 3-step trace: step 3 asks for nothing, peak <= 1.25x live, empty_cache frees all."""
 
 from __future__ import annotations
 
