@@ -4,7 +4,7 @@ The student's functions run on a ``CacheState`` whose device is the grader's cou
 every address is checked (inside a live segment, no overlap with a live block), the counters
 must agree with the device, and the device allocations and the reserved peak must equal the
 plain model's (device and model in :mod:`._truth`) on the teaching traces and a fresh random one.
-On the tiny GPT's 3-step trace: step 3 asks for nothing, peak <= 1.25x live, all freed at the end."""
+On the tiny GPT's 3-step trace: step 3 asks for nothing, peak <= 1.25x live, all freed after."""
 
 from __future__ import annotations
 
