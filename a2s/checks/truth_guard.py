@@ -129,6 +129,7 @@ def _stubs(lab: str) -> list[tuple[types.FunctionType, types.CodeType, types.Cod
     rows = []
     seen: set[int] = set()
     own = f"a2s.checks.lab{lab}"
+    _PARTIAL[0] = False
     for module_name, module in list(sys.modules.items()):
         if module is None or not _grader_module(module_name):
             continue
@@ -146,6 +147,8 @@ def _stubs(lab: str) -> list[tuple[types.FunctionType, types.CodeType, types.Cod
                 continue
             for fn, owner in members:
                 code = fn.__code__
+                if code.co_code == _stub.__code__.co_code:  # blocked by a grader's blocks=:
+                    _PARTIAL[0] = True  # its original is out of sight; rebuild next time
                 if code.co_freevars or code.co_code in _STUB_BYTES:
                     continue  # a closure cannot take a stub; swapped already
                 shadow = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__)
@@ -159,6 +162,7 @@ def _stubs(lab: str) -> list[tuple[types.FunctionType, types.CodeType, types.Cod
 
 
 _TRUTH_CONSTS = _truth.__code__.co_consts
+_PARTIAL = [False]  # the last _stubs() met a function held by the reference guard
 _STUB_BYTES = frozenset({_stub.__code__.co_code, _truth.__code__.co_code})
 
 
@@ -222,7 +226,7 @@ def _keeper() -> Generator[None, Any, None]:
             built, rows = tables.get(lab, (-1, []))
             if built != len(sys.modules):
                 rows = _stubs(lab)
-                tables[lab] = (len(sys.modules), rows)
+                tables[lab] = (-1 if _PARTIAL[0] else len(sys.modules), rows)
             if not any(r is rows for r in active):
                 active.append(rows)
                 for fn, code, stub in rows:
