@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -103,7 +103,6 @@ class Table:
     draw_fresh: Callable[[np.random.Generator, int], Drawn | list[Drawn]] | None = None
     seed: int | None = None  # None: from the exercise number (see _seed)
     prepare: Callable[[Any], Any] | None = None  # wraps the learner's function before the cases
-    notes: str = field(default="", compare=False)  # why any hand-written part is needed
 
     def __post_init__(self) -> None:
         if (self.seeded or self.fresh) and self.draw is None:

@@ -191,9 +191,8 @@ def _draw(op: str) -> Callable[[Any, int], tuple[str, tuple[Any, ...]]]:
     def draw(g: Any, i: int) -> tuple[str, tuple[Any, ...]]:
         a, b = (int(v) for v in g.integers(1, 14, size=2))
         s = int(g.choice([1, 2, 4, 8]))
-        args = (a, b, s, bool(g.integers(2))) if op == "attention" else (a, b, s)
-        if op != "attention":
-            g.integers(2)
+        fused = bool(g.integers(2))  # drawn for every op, used by attention's
+        args = (a, b, s, fused) if op == "attention" else (a, b, s)
         return f"{op}{args}", args
 
     return draw

@@ -243,6 +243,10 @@ def _as_bool(got: object, case: str) -> object:
     return bool(got)
 
 
+def _named_set(cases: Any, kind: str, ds: list[Vec]) -> list[tuple[str, tuple[Any, ...]]]:
+    return cases(f"{kind} {ds}", ds)
+
+
 def _legality(what: str, cases: Any, truth: Any, mistakes: Any) -> Table:
     """Every set of distance vectors, named, seeded (one) and fresh (two), as cases."""
 
@@ -250,8 +254,8 @@ def _legality(what: str, cases: Any, truth: Any, mistakes: Any) -> Table:
         "15.3",
         truth=truth,
         named=[c for label, ds in _SETS for c in cases(label, list(ds))],
-        draw=lambda g, i: cases(f"seeded {(ds := _fresh_set(g))}", ds),
-        draw_fresh=lambda g, i: cases(f"random {(ds := _fresh_set(g))}", ds),
+        draw=lambda g, i: _named_set(cases, "seeded", _fresh_set(g)),
+        draw_fresh=lambda g, i: _named_set(cases, "random", _fresh_set(g)),
         seeded=1,
         fresh=2,
         mistakes=mistakes,
