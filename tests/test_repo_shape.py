@@ -176,10 +176,6 @@ def test_reference_package_does_not_import_torch() -> None:
 # programs run in other processes); nothing else. Code several labs could use is a shared module
 # of a2s/checks/ (docs/authoring.md, "Graders").
 LAB_HELPERS = {"__init__.py", "_truth.py", "workers.py"}
-# Helpers still under another name (issue 19): lab 20's simulator and the worlds of labs 21 and
-# 24 are being moved (shared truths to a2s/checks/truths.py) by another change. Drop each entry
-# when its file is gone or renamed; a stale entry fails the test.
-_PENDING = {"lab20/_sim.py", "lab21/_world.py", "lab24/_world.py"}
 
 
 def _defines_grader(path: Path) -> bool:
@@ -202,7 +198,7 @@ def test_lab_packages_hold_graders_truth_and_workers_only() -> None:
         files = [lab] if lab.is_file() else sorted(lab.iterdir())
         for path in files:
             rel = path.relative_to(checks).as_posix()
-            if path.name == "__pycache__" or rel in _PENDING:
+            if path.name == "__pycache__":
                 continue
             if path.name in LAB_HELPERS:
                 continue
@@ -213,9 +209,6 @@ def test_lab_packages_hold_graders_truth_and_workers_only() -> None:
         "helpers go in its _truth.py, rank programs in workers.py, code other labs could use in "
         "a shared module of a2s/checks/"
     )
-    known = _PENDING
-    present = {p for p in known if (checks / p).is_file() and not _defines_grader(checks / p)}
-    assert present == known, f"{sorted(known - present)} moved: drop them from the exceptions"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "solutions").glob("*.ipynb")), ids=lambda p: p.name)

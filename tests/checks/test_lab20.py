@@ -230,7 +230,7 @@ def test_predict_bytes():
 def test_a_world_of_one_sends_nothing_and_every_message_is_received():
     """p = 1 (nothing sent) is a named case of every rank check; a message nobody receives
     fails even when every result and byte count is right."""
-    from a2s.checks.lab20._sim import WorldCase, compare, run_world
+    from a2s.checks.lab20._truth import WorldCase, compare, run_world
 
     x = np.arange(3)
     outs, run = run_world(broadcast, "20.1", WorldCase("p=1", [(x, 0)], [x], [0]))

@@ -49,7 +49,7 @@ def test_a_learner_calling_a_shared_truth_is_rejected(name: str) -> None:
 
 
 def test_the_graders_call_the_shared_truth_freely() -> None:
-    from a2s.checks.lab24._world import plain_attention
+    from a2s.checks.lab24._truth import plain_attention
 
     x = _G.standard_normal((3, 2, 4))
     w = [_G.standard_normal((4, 4)) for _ in range(4)]
@@ -92,7 +92,7 @@ def test_a_thread_pool_passes_the_default_guard_so_graders_keep_their_blocks() -
     pool is called from trusted frames only (the pool's, down to the thread's bottom), which the
     default guard lets through; the ``blocks=`` stub raises whoever calls. If the first half
     of this test fails, the default guard closed that path: the self-blocks may go."""
-    from a2s.checks.lab24._world import BLOCKS, plain_attention
+    from a2s.checks.lab24._truth import BLOCKS, plain_attention
 
     x = _G.standard_normal((3, 2, 4))
     w = [_G.standard_normal((4, 4)) for _ in range(4)]

@@ -15,7 +15,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import assert_true, fresh_rng, grader, plain, rng
-from a2s.checks.lab20._sim import BLOCKS
+from a2s.checks.lab20._truth import BLOCKS
 
 __all__ = ["check_predict_bytes"]
 

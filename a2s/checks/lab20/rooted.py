@@ -14,7 +14,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, rng
-from a2s.checks.lab20._sim import (
+from a2s.checks.lab20._truth import (
     BLOCKS,
     WorldCase,
     compare,

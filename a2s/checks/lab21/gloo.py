@@ -22,7 +22,7 @@ import numpy as np
 
 from a2s.checks.core import fresh_rng, grader
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab21._world import BLOCKS, check_values, ring_bytes, run_sim
+from a2s.checks.lab21._truth import BLOCKS, check_values, ring_bytes, run_sim
 from a2s.checks.ranks import launch_learner
 from a2s.checks.truths import loop_sum
 from minitorch.comm.simworld import SimWorld

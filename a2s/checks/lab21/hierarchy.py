@@ -17,7 +17,7 @@ from typing import Any
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, rng
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab21._world import ALGORITHMS, check_values, run_sim
+from a2s.checks.lab21._truth import ALGORITHMS, check_values, run_sim
 from a2s.checks.truths import loop_sum, rank_inputs
 from minitorch.comm.simworld import SimWorld
 

@@ -24,7 +24,7 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, rng
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab21._world import BLOCKS, check_values, ring_bytes, run_sim
+from a2s.checks.lab21._truth import BLOCKS, check_values, ring_bytes, run_sim
 from a2s.checks.truths import chunks, loop_sum, rank_inputs
 from minitorch.comm.simworld import SimWorld
 

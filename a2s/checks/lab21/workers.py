@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.lab21._world import BLOCKS
+from a2s.checks.lab21._truth import BLOCKS
 from a2s.checks.ranks import learner_source, on_gloo_rank
 
 __all__ = ["grade_ring", "time_ring"]

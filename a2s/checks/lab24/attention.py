@@ -22,7 +22,7 @@ from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, guarded, plain
 from a2s.checks.errors import CheckFailure, StudentError
 from a2s.checks.harness import run_ranks as apart
-from a2s.checks.lab24._world import (
+from a2s.checks.lab24._truth import (
     BLOCKS,
     all_reduce_bytes,
     budget,

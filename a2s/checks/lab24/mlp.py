@@ -26,7 +26,7 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab24._world import (
+from a2s.checks.lab24._truth import (
     BLOCKS,
     all_reduce_bytes,
     budget,

@@ -18,7 +18,7 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab24._world import BLOCKS, budget, expect, run_ranks
+from a2s.checks.lab24._truth import BLOCKS, budget, expect, run_ranks
 
 __all__ = ["check_vocab_cross_entropy"]
 

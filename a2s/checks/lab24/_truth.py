@@ -39,9 +39,9 @@ BLOCKS += (
     f"{_S}:layer_norm",  # 24.4's LayerNorm
     f"{_S}:layer_norm_backward",
     # the graders' own ground truth
-    "a2s.checks.lab24._world:plain_mlp",
+    "a2s.checks.lab24._truth:plain_mlp",
     "a2s.checks.truths:layer_norm",
-    "a2s.checks.lab24._world:plain_attention",
+    "a2s.checks.lab24._truth:plain_attention",
     "a2s.checks.lab24.vocab:_truth",
     "a2s.checks.lab24.sequence:_formula",
     "a2s.checks.lab24.sequence:measured_bytes",
