@@ -40,7 +40,7 @@ def event_loop_coalesce(times: list[int], threshold: int, delay: int) -> list[tu
     return fired
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.integers(0, 2000), max_size=30),
     st.integers(1, 6),

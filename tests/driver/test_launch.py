@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitorch.driver.device import CostModel, DeviceMemory
@@ -28,6 +28,7 @@ from minitorch.driver.launch import (
 u32 = st.integers(0, 2**32 - 1)
 
 
+@settings(max_examples=50, deadline=None)
 @given(
     st.integers(0, 9),
     st.tuples(u32, u32, u32),

@@ -64,7 +64,7 @@ def test_free_slots_formula_matches_a_count(capacity: int) -> None:
             assert free_slots(head, tail, capacity) == capacity - 1 - used
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.integers(2, 7),
     st.lists(
