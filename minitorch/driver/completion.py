@@ -5,7 +5,7 @@ The device writes a :class:`Completion` entry into a **completion queue** in hos
 host masked it (``IRQ_MASK``), raises an MSI-X **interrupt**. With **interrupt coalescing**
 (moderation) the device holds the interrupt until ``threshold`` completions are pending or
 ``delay_ns`` has passed since the first of them (:func:`coalesce`): fewer interrupts, more
-latency.
+latency. :func:`raise_interrupts` raises none while the host has masked them.
 
 How one waiting thread learns that work of service time ``T`` (submit to done) has finished
 (``p = poll_ns``, ``t_i = interrupt_ns``, ``c_i = irq_cpu_ns``, ``D`` the coalescing delay a
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from minitorch.driver.device import CostModel
+from minitorch.driver.device import IRQ_MASK, Bar, CostModel
 
 __all__ = [
     "POLICIES",
@@ -50,6 +50,7 @@ __all__ = [
     "hybrid_wait",
     "interrupt_wait",
     "poll_wait",
+    "raise_interrupts",
     "wait",
 ]
 
@@ -112,6 +113,14 @@ def coalesce(done_ns: Sequence[float], threshold: int, delay_ns: float) -> list[
         out.append((deadline, j - i))
         i = j
     return out
+
+
+def raise_interrupts(
+    done_ns: Sequence[float], bar: Bar, threshold: int = 1, delay_ns: float = 0.0
+) -> list[tuple[float, int]]:
+    """The interrupts the device raises for these completions: none while the host has set
+    bit 0 of ``IRQ_MASK`` (it polls instead), else :func:`coalesce`'s."""
+    return [] if bar.regs[IRQ_MASK] & 1 else coalesce(done_ns, threshold, delay_ns)
 
 
 class Wait(NamedTuple):

@@ -16,9 +16,10 @@ from minitorch.driver.completion import (
     hybrid_wait,
     interrupt_wait,
     poll_wait,
+    raise_interrupts,
     wait,
 )
-from minitorch.driver.device import CostModel
+from minitorch.driver.device import IRQ_MASK, Bar, CostModel
 
 MODEL = CostModel()
 
@@ -116,3 +117,10 @@ def test_completion_queue_reaps_in_order_and_overflows() -> None:
     assert [c.tag for c in cq.reap(1)] == [0]
     assert cq.reap()[0].status == "illegal address"
     assert (cq.posted, cq.reaped, cq.reap()) == (2, 2, [])
+
+
+def test_masked_interrupts_are_not_raised() -> None:
+    bar = Bar()
+    assert raise_interrupts([1.0, 2.0], bar, 2, 10.0) == [(2.0, 2)]
+    bar.write(IRQ_MASK, 1)  # the host switches to polling
+    assert raise_interrupts([1.0, 2.0], bar, 2, 10.0) == []
