@@ -14,9 +14,10 @@ page 0 is never mapped, so a null pointer faults.
 
 :class:`TimeSliceScheduler` shares the engine between contexts round-robin: each runs at
 most ``q = timeslice_ns`` of its command stream, then the engine switches (``c =
-context_switch_ns``) to the next context with work. ``n`` contexts with ``m q`` of work each
+context_switch_ns``) to the next context with work. ``n > 1`` contexts with ``m q`` of work each
 take ``m n`` slices and ``m n - 1`` switches; context ``i`` finishes at
-``(j + 1) q + j c`` with ``j = (m - 1) n + i`` its last slice. A context that faults loses
+``(j + 1) q + j c`` with ``j = (m - 1) n + i`` its last slice (one context alone never
+switches). A context that faults loses
 its remaining commands; the others run on.
 
 Lab: 29_driver_and_command_submission
