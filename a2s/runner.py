@@ -48,6 +48,7 @@ REFERENCE_PACKAGES = (
     "runtime",
     "comm",
     "parallel",
+    "driver",
 )
 
 
