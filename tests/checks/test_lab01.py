@@ -304,10 +304,8 @@ def test_pairwise_rejects_reference_calls():
 
 # --------------------------------------------------------------------------- 01.6 loss scale
 def scale_variant(scale, tracker, found_inf, growth=2.0, backoff=0.5, interval=2000, **bugs):
-    if bugs.get("fixed_factors"):
-        growth, backoff = 2.0, 0.5
     if found_inf:
-        return scale * backoff, (tracker if bugs.get("keep_tracker") else 0)
+        return scale * backoff, 0
     tracker += 1
     if tracker >= interval + bugs.get("off_by_one", 0):
         if bugs.get("never_grow"):
@@ -332,11 +330,9 @@ def test_update_scale_student_style_passes():
     ("bug", "match"),
     [
         ("never_grow", r"returned \(65536.0, 0\), expected \(131072.0, 0\)\. A clean step"),
-        ("keep_tracker", "the tracker kept its count"),
         ("reset_to_one", "back to 0"),
         ("off_by_one", "Off by one"),
         ("allow_inf", "The scale grew to inf"),
-        ("fixed_factors", "That is a growth by a fixed 2"),
     ],
 )
 def test_update_scale_rejects_wrong_answers(bug, match):
