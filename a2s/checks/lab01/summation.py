@@ -84,7 +84,7 @@ def _tables(
         named=named,
         read=lambda got, case: _scalar_f32(got, case, what),
         what=what,
-        message="[{label}] got {got!s}, expected {want!s}. {hint}",
+        message=lambda c, got, want, hint: f"[{c.label}] got {got!s}, expected {want!s}. {hint}",
     )
     drawn = Table(
         exercise,
@@ -97,7 +97,7 @@ def _tables(
         read=lambda got, case: _scalar_f32(got, case, name),
         what=name,
         message=f"[{{label}}] got {{got!s}}, expected {{want!s}} (a float32 {name} loop, "
-        "in the order specified). {hint}",
+        "in the order specified).{hint}",
         seed=104,
     )
     return first, drawn
