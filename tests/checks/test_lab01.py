@@ -6,12 +6,7 @@ import numpy as np
 import pytest
 
 from a2s.checks import lab01
-from a2s.checks.core import (
-    CheckFailure,
-    ForbiddenCallError,
-    ReferenceCalledError,
-    StudentError,
-)
+from a2s.checks.core import CheckFailure, ForbiddenCallError, ReferenceCalledError, StudentError
 from minitorch import numerics
 from tests.helpers.graders import always_equal, rejects, unblocked_in
 
@@ -52,9 +47,7 @@ def test_decode_student_style_passes():
 
 def test_decode_rejects_missing_subnormals():
     rejects(
-        lab01.check_decode,
-        lambda b, f: decode_variant(b, f, subnormals=False),
-        match="subnormal",
+        lab01.check_decode, lambda b, f: decode_variant(b, f, subnormals=False), match="subnormal"
     )
 
 
@@ -406,9 +399,7 @@ def test_values_that_decide_their_own_equality_are_rejected():
     rejects(lab01.check_round_to_bf16, lambda x: always_equal(bf16_rne(x)), match="subclass")
     rejects(lab01.check_kahan_sum, lambda x: always_equal(0.0), match="subclass of float")
     rejects(
-        lab01.check_update_scale,
-        lambda *a: (always_equal(1.0), always_equal(0)),
-        match="subclass",
+        lab01.check_update_scale, lambda *a: (always_equal(1.0), always_equal(0)), match="subclass"
     )
 
 
