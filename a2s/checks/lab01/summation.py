@@ -83,7 +83,6 @@ def _tables(
         truth=ref,
         named=named,
         read=lambda got, case: _scalar_f32(got, case, what),
-        what=what,
         message=lambda c, got, want, hint: f"[{c.label}] got {got!s}, expected {want!s}. {hint}",
     )
     drawn = Table(
