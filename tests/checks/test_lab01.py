@@ -6,12 +6,7 @@ import numpy as np
 import pytest
 
 from a2s.checks import lab01
-from a2s.checks.core import (
-    CheckFailure,
-    ForbiddenCallError,
-    ReferenceCalledError,
-    StudentError,
-)
+from a2s.checks.core import CheckFailure, ForbiddenCallError, ReferenceCalledError, StudentError
 from minitorch import numerics
 from tests.helpers.graders import always_equal, rejects, unblocked_in
 
@@ -52,9 +47,7 @@ def test_decode_student_style_passes():
 
 def test_decode_rejects_missing_subnormals():
     rejects(
-        lab01.check_decode,
-        lambda b, f: decode_variant(b, f, subnormals=False),
-        match="subnormal",
+        lab01.check_decode, lambda b, f: decode_variant(b, f, subnormals=False), match="subnormal"
     )
 
 
@@ -304,10 +297,8 @@ def test_pairwise_rejects_reference_calls():
 
 # --------------------------------------------------------------------------- 01.6 loss scale
 def scale_variant(scale, tracker, found_inf, growth=2.0, backoff=0.5, interval=2000, **bugs):
-    if bugs.get("fixed_factors"):
-        growth, backoff = 2.0, 0.5
     if found_inf:
-        return scale * backoff, (tracker if bugs.get("keep_tracker") else 0)
+        return scale * backoff, 0
     tracker += 1
     if tracker >= interval + bugs.get("off_by_one", 0):
         if bugs.get("never_grow"):
@@ -332,11 +323,9 @@ def test_update_scale_student_style_passes():
     ("bug", "match"),
     [
         ("never_grow", r"returned \(65536.0, 0\), expected \(131072.0, 0\)\. A clean step"),
-        ("keep_tracker", "the tracker kept its count"),
         ("reset_to_one", "back to 0"),
         ("off_by_one", "Off by one"),
         ("allow_inf", "The scale grew to inf"),
-        ("fixed_factors", "That is a growth by a fixed 2"),
     ],
 )
 def test_update_scale_rejects_wrong_answers(bug, match):
@@ -410,9 +399,7 @@ def test_values_that_decide_their_own_equality_are_rejected():
     rejects(lab01.check_round_to_bf16, lambda x: always_equal(bf16_rne(x)), match="subclass")
     rejects(lab01.check_kahan_sum, lambda x: always_equal(0.0), match="subclass of float")
     rejects(
-        lab01.check_update_scale,
-        lambda *a: (always_equal(1.0), always_equal(0)),
-        match="subclass",
+        lab01.check_update_scale, lambda *a: (always_equal(1.0), always_equal(0)), match="subclass"
     )
 
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from a2s.checks.cases import Case, Mistake, fresh, run_cases
-from a2s.checks.core import CheckFailure, fresh_rng, grader, plain, rng
+from a2s.checks.cases import Mistake
+from a2s.checks.core import CheckFailure, grader, plain
+from a2s.checks.table import Table
 
 __all__ = ["check_update_scale"]
 
@@ -58,15 +59,15 @@ def _overflows(x: float) -> bool:
 _SCALE_MISTAKES = (
     Mistake(
         "That is a back-off by a fixed 0.5: multiply by the backoff_factor argument.",
-        answer=lambda s, t, inf, g, b, i: (s * 0.5, 0) if inf and b != 0.5 else None,
+        answer=lambda s, t, inf, g, b, i: _torch_update(s, t, inf, g, 0.5, i),
     ),
     Mistake(
         "That is a growth by a fixed 2: multiply by the growth_factor argument.",
-        answer=lambda s, t, inf, g, b, i: (s * 2.0, 0) if not inf and g != 2.0 else None,
+        answer=lambda s, t, inf, g, b, i: _torch_update(s, t, inf, 2.0, b, i),
     ),
     Mistake(
         "The back-off is right but the tracker kept its count: an overflow restarts it at 0.",
-        answer=lambda s, t, inf, g, b, i: (s * b, t) if inf else None,
+        answer=lambda s, t, inf, g, b, i: (s * b, t) if inf else _torch_update(s, t, inf, g, b, i),
     ),
     Mistake(
         "The scale grew to inf: torch keeps the scale in float32 and refuses a growth that "
@@ -126,12 +127,6 @@ def _grad_scaler_trace(steps: int, interval: int, init: float) -> list[tuple[flo
     return trace
 
 
-def _call_update(student: Callable[..., object], args: tuple, case: str) -> tuple[float, int]:
-    with np.errstate(over="ignore"):  # a refused growth overflows float32 on purpose
-        got = student(*args)
-    return _as_state(got, case)
-
-
 def _as_state(got: object, case: str) -> tuple[float, int]:
     try:
         scale, tracker = plain(got, case=case)
@@ -151,34 +146,49 @@ def _torch_update(
     return s.item(), int(t.item())
 
 
-def _random_updates(g: np.random.Generator, n: int, mark: Callable[[str], str]) -> list[Case]:
-    """``n`` random (scale, tracker, found_inf, factors, interval) against torch's own kernel."""
-    cases = []
-    for i in range(n):
-        interval = int(g.integers(1, 6))
-        args = (
-            float(np.float32(2.0 ** int(g.integers(-10, 128)))),
-            int(g.integers(0, interval)),
-            bool(g.random() < 0.3),
-            float(g.choice([2.0, 4.0])),
-            float(g.choice([0.5, 0.25])),
-            interval,
-        )
-        cases.append(Case(mark(f"random case {i}"), args, _torch_update))
-    return cases
+def _random_update(g: np.random.Generator, i: int) -> tuple[str, tuple[object, ...]]:
+    """A random (scale, tracker, found_inf, factors, interval), against torch's own kernel."""
+    interval = int(g.integers(1, 6))
+    args = (
+        float(np.float32(2.0 ** int(g.integers(-10, 128)))),
+        int(g.integers(0, interval)),
+        bool(g.random() < 0.3),
+        float(g.choice([2.0, 4.0])),
+        float(g.choice([0.5, 0.25])),
+        interval,
+    )
+    return f"random case {i}", args
 
 
-def _run(student: Callable[..., object], cases: list[Case], versus: str) -> int:
-    """The cases, with float32 overflow quiet (a refused growth overflows on purpose)."""
+def _quiet(student: Callable[..., object]) -> Callable[..., object]:
+    """The student with float32 overflow quiet (a refused growth overflows on purpose)."""
 
     def quiet(*args: object) -> object:
         with np.errstate(over="ignore"):
             return student(*args)
 
-    def message(c: Case, got: object, want: object, hint: str) -> str:
-        return f"[{c.label}] update_scale{c.args} returned {got}, {versus} {want}. {hint}".rstrip()
+    return quiet
 
-    return run_cases(quiet, cases, read=_as_state, message=message)
+
+NAMED, RANDOM = (
+    Table(
+        "01.6",
+        truth=_torch_update,
+        named=named,
+        draw=draw,
+        seeded=seeded,
+        fresh=seeded and 30,
+        mistakes=mistakes,
+        read=_as_state,
+        message=f"[{{label}}] update_scale{{args}} returned {{got}}, {versus} {{want}}.{{hint}}",
+        seed=106,
+        prepare=_quiet,
+    )
+    for named, draw, seeded, mistakes, versus in (
+        ([(c, a, h, w) for c, a, w, h in _SCALE_NAMED], None, 0, _SCALE_MISTAKES, "expected"),
+        ((), _random_update, 200, (), "torch._amp_update_scale_ gives"),
+    )
+)
 
 
 @grader(
@@ -188,14 +198,14 @@ def _run(student: Callable[..., object], cases: list[Case], versus: str) -> int:
 )
 def check_update_scale(update_scale: Callable[..., object]) -> str:
     """Exercise 01.6: dynamic loss-scale update, step for step with torch.amp.GradScaler."""
-    named = [Case(c, a, w, _SCALE_MISTAKES, h) for c, a, w, h in _SCALE_NAMED]
-    _run(update_scale, named, "expected")
+    NAMED.grade(update_scale)
     steps, interval, init = 60, 4, 1024.0
     trace = _grad_scaler_trace(steps, interval, init)
     state = (init, 0)
     for step, want in enumerate(trace):
         found_inf = step in _OVERFLOW_STEPS
-        got = _call_update(update_scale, (*state, found_inf, 2.0, 0.5, interval), f"step {step}")
+        got = _quiet(update_scale)(*state, found_inf, 2.0, 0.5, interval)
+        got = _as_state(got, f"step {step}")
         if got != want:
             raise CheckFailure(
                 f"[GradScaler script, step {step}] from (scale, tracker) = {state} with "
@@ -203,9 +213,7 @@ def check_update_scale(update_scale: Callable[..., object]) -> str:
                 + ("On overflow: back off and reset." if found_inf else _GROW)
             )
         state = got
-    versus = "torch._amp_update_scale_ gives"
-    _run(update_scale, _random_updates(rng(106), 200, str), versus)
-    _run(update_scale, _random_updates(fresh_rng("01.6"), 30, fresh), versus)
+    RANDOM.grade(update_scale)
     skipped = len(_OVERFLOW_STEPS)
     return (
         f"{steps} scripted steps match torch.amp.GradScaler ({skipped} overflows skipped, "

@@ -16,15 +16,7 @@ import numpy as np
 import torch
 
 from a2s.checks.cases import Mistake, fresh
-from a2s.checks.core import (
-    CheckFailure,
-    StudentError,
-    assert_close,
-    fresh_rng,
-    grader,
-    plain,
-    rng,
-)
+from a2s.checks.core import CheckFailure, StudentError, assert_close, fresh_rng, grader, plain, rng
 from a2s.checks.vjp import torch_grad
 
 __all__ = ["check_local_rules"]

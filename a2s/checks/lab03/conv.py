@@ -16,15 +16,7 @@ import torch.nn.functional as F
 
 from a2s.checks.cases import fresh
 from a2s.checks.compare import call_pure, close, looks_like
-from a2s.checks.core import (
-    CheckFailure,
-    assert_true,
-    fmt_bytes,
-    fresh_rng,
-    grader,
-    plain,
-    rng,
-)
+from a2s.checks.core import CheckFailure, assert_true, fmt_bytes, fresh_rng, grader, plain, rng
 from a2s.checks.spies import helper_products
 from a2s.checks.vjp import ENGINE, out_shape, torch_vjp
 

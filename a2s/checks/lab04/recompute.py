@@ -20,15 +20,7 @@ import torch
 
 from a2s.checks.cases import fresh
 from a2s.checks.compare import call
-from a2s.checks.core import (
-    assert_close,
-    assert_true,
-    fmt_bytes,
-    fresh_rng,
-    grader,
-    plain,
-    rng,
-)
+from a2s.checks.core import assert_close, assert_true, fmt_bytes, fresh_rng, grader, plain, rng
 from minitorch.autograd import Tensor, backward_peak_bytes, linear
 
 __all__ = ["check_sqrt_checkpoint", "peak_bound", "tanh_chain"]
@@ -66,6 +58,12 @@ def _torch_run(ws: list[Tensor], x0: np.ndarray) -> tuple[np.ndarray, list[np.nd
     return h.detach().numpy(), [w.grad.numpy() for w in tws], x.grad.numpy()
 
 
+_SAME_GRADS = (
+    "Recomputation changes when activations exist, not their values: every weight's "
+    "gradient is the plain chain's."
+)
+
+
 def _atol(want: np.ndarray) -> float:
     # summation order differs from torch's and the difference grows along a deep chain: about
     # 5e-11 of a gradient's largest entry at N = 200, so its small entries need an absolute floor
@@ -93,15 +91,8 @@ def _measure(student: Callable[..., Any], n: int, g: np.random.Generator | None 
     peak = backward_peak_bytes((out * out).sum())
     for i, (w, gw) in enumerate(zip(ws, want_gw, strict=True)):
         assert_true(w.grad is not None, f"[{case}] layer {i}'s weight got no gradient.")
-        what, hint = (
-            f"grad of layer {i}",
-            (
-                "Recomputation changes when activations exist, not their values: every weight's "
-                "gradient is the plain chain's."
-            ),
-        )
-        got = plain(w.grad, what=what, case=case)
-        assert_close(got, gw, case=case, what=what, rtol=1e-9, atol=_atol(gw), hint=hint)
+        got = plain(w.grad, what=(what := f"grad of layer {i}"), case=case)
+        assert_close(got, gw, case=case, what=what, rtol=1e-9, atol=_atol(gw), hint=_SAME_GRADS)
     got = plain(x.grad, what="grad of the input", case=case)
     assert_close(got, want_gx, case=case, what="grad of the input", rtol=1e-9, atol=_atol(want_gx))
     units = peak / ACTIVATION
