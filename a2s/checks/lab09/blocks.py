@@ -48,10 +48,13 @@ _RMS_MISTAKES = (
 _RMS_HINT = "rms_norm = x / sqrt(mean(x^2 over the last axis) + eps) * weight (no centering)."
 
 
+def _rms(g: np.random.Generator, shape: tuple, eps: float, shift: float = 0, scale: float = 1):
+    return g.standard_normal(shape) * scale + shift, g.uniform(0.5, 2, shape[-1]), eps
+
+
 def _random_rms(g: np.random.Generator, i: int) -> tuple[str, tuple]:
     c = int(g.integers(2, 65))
-    x = g.standard_normal((2, int(g.integers(1, 9)), c)) * 3
-    return "random case", (x, g.uniform(0.5, 2, c), 1e-6)
+    return "random case", _rms(g, (2, int(g.integers(1, 9)), c), 1e-6, scale=3)
 
 
 _R = rng(95)
@@ -60,15 +63,9 @@ RMS = array_table(
     "normalized x",
     truth=rms_norm_torch,
     named=[
-        ("one row of 4", (_R.standard_normal((1, 4)), _R.uniform(0.5, 2, 4), 1e-5)),
-        (
-            "rows with a mean far from 0",
-            (_R.standard_normal((3, 8)) + 5, _R.uniform(0.5, 2, 8), 1e-5),
-        ),
-        (
-            "tiny values, eps = 0.1",
-            (_R.standard_normal((2, 3, 6)) * 1e-2, _R.uniform(0.5, 2, 6), 0.1),
-        ),
+        ("one row of 4", _rms(_R, (1, 4), 1e-5)),
+        ("rows with a mean far from 0", _rms(_R, (3, 8), 1e-5, shift=5)),
+        ("tiny values, eps = 0.1", _rms(_R, (2, 3, 6), 0.1, scale=1e-2)),
     ],
     draw=_random_rms,
     fresh=1,
