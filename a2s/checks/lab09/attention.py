@@ -129,17 +129,14 @@ def _random(g: np.random.Generator, i: int) -> tuple[str, tuple]:
 
 
 _R = rng(91)
-_SHAPES = [
-    ("one head, T=4, d=8", (1, 1, 4, 8)),
-    ("2 x 3 heads, T=7, d=16", (2, 3, 7, 16)),
-    ("T=1", (1, 2, 1, 4)),
-]
 ATTENTION = array_table(
     "09.1",
     "attention output",
     truth=torch_attention,
     named=[
-        *((label, _qkv(_R, s[0], s[1], s[1], s[2], s[3])) for label, s in _SHAPES),
+        ("one head, T=4, d=8", _qkv(_R, 1, 1, 1, 4, 8)),
+        ("2 x 3 heads, T=7, d=16", _qkv(_R, 2, 3, 3, 7, 16)),
+        ("T=1", _qkv(_R, 1, 2, 2, 1, 4)),
         # scores of thousands: exp overflows
         ("large scores (|q.k| in the thousands)", tuple(60.0 * a for a in _qkv(_R, 1, 2, 2, 6, 4))),
     ],
@@ -206,17 +203,16 @@ def _random_gqa(g: np.random.Generator, i: int) -> tuple[str, tuple]:
 
 
 _R2 = rng(92)
-_SPECS = [
-    ("MHA: 4 query heads, 4 K/V heads", (1, 4, 4, 5, 8)),
-    ("GQA: 4 query heads share 2 K/V heads", (2, 4, 2, 6, 8)),
-    ("MQA: 6 query heads share 1 K/V head", (1, 6, 1, 5, 4)),
-    ("GQA: 8 query heads, 4 K/V heads", (1, 8, 4, 3, 4)),
-]
 GQA = array_table(
     "09.2",
     "attention output",
     truth=torch_attention,
-    named=[(label, _qkv(_R2, *s)) for label, s in _SPECS],
+    named=[
+        ("MHA: 4 query heads, 4 K/V heads", _qkv(_R2, 1, 4, 4, 5, 8)),
+        ("GQA: 4 query heads share 2 K/V heads", _qkv(_R2, 2, 4, 2, 6, 8)),
+        ("MQA: 6 query heads share 1 K/V head", _qkv(_R2, 1, 6, 1, 5, 4)),
+        ("GQA: 8 query heads, 4 K/V heads", _qkv(_R2, 1, 8, 4, 3, 4)),
+    ],
     draw=_random_gqa,
     fresh=1,
     mistakes=_GQA_MISTAKES,

@@ -70,16 +70,15 @@ def _random(g: np.random.Generator, i: int) -> tuple[str, tuple]:
 
 
 _R = rng(93)
-_SHAPES = [
-    ("T=4, d=2 (one pair)", (4, 2)),
-    ("T=6, d=8", (6, 8)),
-    ("(2, 3, 5, 16): batch and heads", (2, 3, 5, 16)),
-]
 ROPE = array_table(
     "09.3",
     "rotated x",
     truth=_truth,
-    named=[(label, (_R.standard_normal(s),)) for label, s in _SHAPES],
+    named=[
+        ("T=4, d=2 (one pair)", (_R.standard_normal((4, 2)),)),
+        ("T=6, d=8", (_R.standard_normal((6, 8)),)),
+        ("(2, 3, 5, 16): batch and heads", (_R.standard_normal((2, 3, 5, 16)),)),
+    ],
     draw=_random,
     fresh=1,
     mistakes=_ROPE_MISTAKES,
