@@ -50,10 +50,6 @@ def _err(y: np.ndarray, got: np.ndarray) -> float:
     return float(np.sum((y - got) ** 2) / np.sum(y**2))
 
 
-def _close(got: np.ndarray, want: np.ndarray) -> bool:
-    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-9, atol=1e-8))
-
-
 def _message(case: Case, got: np.ndarray, want: np.ndarray, hint: str) -> str:
     assert_close(got, want, case=case.label, rtol=1e-9, what="s", hint=hint)
     return f"[{case.label}] s differs from the closed form. {hint}"  # assert_close raised
@@ -72,7 +68,7 @@ CLOSED_FORM = Table(
     ),
     hint=_FORM,
     read=lambda got, label: np.asarray(got, float),
-    same=_close,
+    same=lambda g, w: g.shape == w.shape and bool(np.allclose(g, w, rtol=1e-9, atol=1e-8)),
     message=_message,
 )
 
