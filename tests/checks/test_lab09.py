@@ -281,54 +281,9 @@ def attention_float32(q, k, v):
     return softmax_attention(*f, np.float32(q.shape[-1] ** -0.5))
 
 
-def attention_over_queries(q, k, v):
-    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
-    p = np.exp(s - s.max(-2, keepdims=True))
-    return p / p.sum(-2, keepdims=True) @ v
-
-
-def attention_anti_causal(q, k, v):
-    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    s = np.where(np.triu(np.ones(s.shape[-2:], bool)), s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return p / p.sum(-1, keepdims=True) @ v
-
-
-def rope_from_position_one(x):
-    t, d = x.shape[-2:]
-    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(
-        1j * np.outer(np.arange(1, t + 1), 10000.0 ** (-np.arange(0, d, 2) / d))
-    )
-    out = np.empty_like(x)
-    out[..., 0::2], out[..., 1::2] = z.real, z.imag
-    return out
-
-
-def slopes_odd_half(n):
-    p = 1 << (n.bit_length() - 1)
-    more = [2.0 ** (-8.0 * k / (2 * p)) for k in range(1, 2 * p + 1)][1::2]
-    return [2.0 ** (-8.0 * k / p) for k in range(1, p + 1)] + more[: n - p]
-
-
-def swiglu_gelu_gate(x, w1, w3, w2):
-    g = x @ w1.T
-    return (0.5 * g * (1 + np.tanh(0.7978845608028654 * (g + 0.044715 * g**3))) * (x @ w3.T)) @ w2.T
-
-
 def test_review_wrong_answers_and_cheats():
     rejects(lab09.check_causal_attention, attention_zeroing_inputs, match="differs from torch")
     rejects(lab09.check_causal_attention, attention_float32, match="compute in float64")
-    rejects(lab09.check_causal_attention, attention_over_queries, match="over the keys")
-    rejects(lab09.check_causal_attention, attention_anti_causal, match="hides the past")
-    rejects(lab09.check_rope, rope_from_position_one, match="Positions start at 0")
-    rejects(lab09.check_alibi_slopes, slopes_odd_half, match="starting with the first")
-    rejects(lab09.check_swiglu, swiglu_gelu_gate, match="GeGLU")
-    rejects(
-        lab09.check_kv_cache_bytes,
-        lambda cfg, t, b, s: 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim * t * b,
-        match="multiply by itemsize",
-    )
 
 
 def attention_from_lab26(q, k, v):

@@ -112,23 +112,19 @@ def test_lora_memory_rejects_the_graders_loop():
     )
 
 
-def _counts(layers, r, itemsize, *, moments=2, lora_bias=False):
+def _counts(layers, r, itemsize):
     full = sum(i * o + o for i, o in layers)
-    part = sum(r * (i + o) + (o if lora_bias else 0) for i, o in layers)
-    return full, part, moments * itemsize * full, moments * itemsize * part
+    part = sum(r * (i + o) for i, o in layers)
+    return full, part, 2 * itemsize * full, 2 * itemsize * part
 
 
-@pytest.mark.parametrize(
-    ("wrong", "match"),
-    [
-        (lambda ls, r, it: _counts(ls, r, it, moments=1), "TWO moments"),
-        (lambda ls, r, it: _counts(ls, r, it, moments=3), "gradients .*are not AdamW state"),
-        (lambda ls, r, it: _counts(ls, r, it, lora_bias=True), "freezes the biases"),
-        (lambda ls, r, it: tuple(always_equal(v) for v in _counts(ls, r, it)), "subclass"),
-    ],
-)
-def test_lora_memory_rejects_wrong_answers(wrong, match):
-    rejects(lab12.check_lora_memory, wrong, match=match)
+def test_lora_memory_rejects_wrong_answers():
+    """The modelled mistakes are fed by tests/checks/test_tables.py; a cheat here."""
+    rejects(
+        lab12.check_lora_memory,
+        lambda ls, r, it: tuple(always_equal(v) for v in _counts(ls, r, it)),
+        match="subclass",
+    )
 
 
 def test_lora_memory_rejects_the_reference():

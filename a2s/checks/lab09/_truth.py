@@ -1,4 +1,4 @@
-"""Lab 09's trusted side, shared by its graders: array cases compared with a torch ground truth,
+"""Lab 09's trusted side, shared by its graders: tables of array cases compared with a torch truth,
 and a torch twin of :class:`minitorch.model.gpt.GPT`, written independently from the paper
 formulas (complex-number RoPE, ALiBi slopes, RMSNorm, SwiGLU), for tests and graders.
 
@@ -11,21 +11,22 @@ Lab: 09_transformer
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from a2s.checks.cases import Case, run_cases
+from a2s.checks.cases import Case
 from a2s.checks.compare import float_array
+from a2s.checks.table import Table
 from minitorch.model.config import GPTConfig
 
 __all__ = [
     "TorchGPT",
+    "array_table",
     "from_torch",
-    "run_array_cases",
     "to_torch",
     "torch_alibi_slopes",
     "torch_rope",
@@ -62,28 +63,16 @@ def _message(what: str, truth: str) -> Callable[[Case, Any, Any, str], str]:
     return message
 
 
-def _copying(student: Callable[..., Any]) -> Callable[..., Any]:
-    """Call ``student`` on copies: the case's arrays feed the ground truth after the call, so
-    an in-place edit (zeroing q, k, v) must not reach it."""
-
-    def call(*args: Any) -> Any:
-        return student(*(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args))
-
-    return call
-
-
-def run_array_cases(
-    student: Callable[..., Any], cases: Sequence[Case], what: str, truth: str = "torch"
-) -> int:
-    """Every case's answer within 1e-6 relative of the truth (float64); first known mistake
-    named. The student gets copies of each case's arrays."""
-    return run_cases(
-        _copying(student),
-        cases,
-        message=_message(what, truth),
+def array_table(exercise: str, what: str, against: str = "torch", **fields: Any) -> Table:
+    """A table of array cases: every answer within 1e-6 relative of the truth (float64), the
+    failure naming the shape, the NaNs or the largest error against the truth named ``against``."""
+    return Table(
+        exercise,
+        what=what,
         same=_same,
         read=lambda got, label: float_array(got, label, what),
-        what=what,
+        message=_message(what, against),
+        **fields,
     )
 
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh
-from a2s.checks.core import fresh_rng, grader, rng
-from a2s.checks.lab09._truth import run_array_cases
+from a2s.checks.cases import Mistake
+from a2s.checks.core import grader, rng
+from a2s.checks.lab09._truth import array_table
 from a2s.checks.truths import torch_attention
 
 __all__ = ["check_causal_attention", "check_gqa"]
@@ -123,31 +123,33 @@ def _qkv(g: np.random.Generator, b: int, h: int, hkv: int, t: int, d: int) -> tu
     )
 
 
-@grader(
+def _random(g: np.random.Generator, i: int) -> tuple[str, tuple]:
+    b, h, t, d = (int(x) for x in g.integers([1, 1, 2, 2], [3, 5, 12, 33]))
+    return f"random case {i}", _qkv(g, b, h, h, t, d)
+
+
+_R = rng(91)
+ATTENTION = array_table(
     "09.1",
-    blocks=_BLOCKS,
-    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
+    "attention output",
+    truth=torch_attention,
+    named=[
+        ("one head, T=4, d=8", _qkv(_R, 1, 1, 1, 4, 8)),
+        ("2 x 3 heads, T=7, d=16", _qkv(_R, 2, 3, 3, 7, 16)),
+        ("T=1", _qkv(_R, 1, 2, 2, 1, 4)),
+        # scores of thousands: exp overflows
+        ("large scores (|q.k| in the thousands)", tuple(60.0 * a for a in _qkv(_R, 1, 2, 2, 6, 4))),
+    ],
+    draw=_random,
+    fresh=2,
+    mistakes=_ATT_MISTAKES,
 )
+
+
+@grader("09.1", blocks=_BLOCKS)
 def check_causal_attention(causal_attention: Callable[..., object]) -> str:
     """Exercise 09.1: softmax(q k^T / sqrt(d) + causal mask) v."""
-    r, f = rng(91), fresh_rng("09.1")
-    shapes = [
-        ("one head, T=4, d=8", (1, 1, 4, 8)),
-        ("2 x 3 heads, T=7, d=16", (2, 3, 7, 16)),
-        ("T=1", (1, 2, 1, 4)),
-    ]
-    cases = [
-        Case(label, _qkv(r, s[0], s[1], s[1], s[2], s[3]), torch_attention, _ATT_MISTAKES)
-        for label, s in shapes
-    ]
-    big = tuple(60.0 * a for a in _qkv(r, 1, 2, 2, 6, 4))  # scores of thousands: exp overflows
-    cases.append(Case("large scores (|q.k| in the thousands)", big, torch_attention, _ATT_MISTAKES))
-    for i in range(2):
-        b, h, t, d = (int(x) for x in f.integers([1, 1, 2, 2], [3, 5, 12, 33]))
-        cases.append(
-            Case(fresh(f"random case {i}"), _qkv(f, b, h, h, t, d), torch_attention, _ATT_MISTAKES)
-        )
-    n = run_array_cases(causal_attention, cases, "attention output")
+    n = ATTENTION.grade(causal_attention)
     return f"{n} cases equal torch SDPA (is_causal) to 1e-6; T x T scores per head, half masked"
 
 
@@ -195,30 +197,34 @@ _GQA_MISTAKES = (
 )
 
 
+def _random_gqa(g: np.random.Generator, i: int) -> tuple[str, tuple]:
+    hkv = int(g.integers(1, 4))
+    return "random case", _qkv(g, 2, hkv * int(g.integers(2, 4)), hkv, int(g.integers(2, 10)), 8)
+
+
+_R2 = rng(92)
+GQA = array_table(
+    "09.2",
+    "attention output",
+    truth=torch_attention,
+    named=[
+        ("MHA: 4 query heads, 4 K/V heads", _qkv(_R2, 1, 4, 4, 5, 8)),
+        ("GQA: 4 query heads share 2 K/V heads", _qkv(_R2, 2, 4, 2, 6, 8)),
+        ("MQA: 6 query heads share 1 K/V head", _qkv(_R2, 1, 6, 1, 5, 4)),
+        ("GQA: 8 query heads, 4 K/V heads", _qkv(_R2, 1, 8, 4, 3, 4)),
+    ],
+    draw=_random_gqa,
+    fresh=1,
+    mistakes=_GQA_MISTAKES,
+)
+
+
 @grader(
     "09.2",
     blocks=_GQA_BLOCKS,
     uses=(("09.1", "causal_attention", f"{_A}:scaled_dot_product_attention"),),
-    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
 )
 def check_gqa(gqa_attention: Callable[..., object]) -> str:
     """Exercise 09.2: grouped-query attention, q (B, H, T, d), k and v (B, H_kv, T, d)."""
-    r, f = rng(92), fresh_rng("09.2")
-    specs = [
-        ("MHA: 4 query heads, 4 K/V heads", (1, 4, 4, 5, 8)),
-        ("GQA: 4 query heads share 2 K/V heads", (2, 4, 2, 6, 8)),
-        ("MQA: 6 query heads share 1 K/V head", (1, 6, 1, 5, 4)),
-        ("GQA: 8 query heads, 4 K/V heads", (1, 8, 4, 3, 4)),
-    ]
-    cases = [Case(label, _qkv(r, *s), torch_attention, _GQA_MISTAKES) for label, s in specs]
-    hkv = int(f.integers(1, 4))
-    cases.append(
-        Case(
-            fresh("random case"),
-            _qkv(f, 2, hkv * int(f.integers(2, 4)), hkv, int(f.integers(2, 10)), 8),
-            torch_attention,
-            _GQA_MISTAKES,
-        )
-    )
-    n = run_array_cases(gqa_attention, cases, "attention output")
+    n = GQA.grade(gqa_attention)
     return f"{n} cases equal torch SDPA (enable_gqa); MQA keeps 1/6 of MHA's K/V cache"

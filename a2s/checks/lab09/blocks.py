@@ -11,9 +11,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from a2s.checks.cases import Case, Mistake, fresh
-from a2s.checks.core import fresh_rng, grader, rng
-from a2s.checks.lab09._truth import run_array_cases
+from a2s.checks.cases import Mistake
+from a2s.checks.core import grader, rng
+from a2s.checks.lab09._truth import array_table
 from a2s.checks.truths import gelu_tanh, rms_norm_torch
 
 __all__ = ["check_rms_norm", "check_swiglu"]
@@ -48,48 +48,36 @@ _RMS_MISTAKES = (
 _RMS_HINT = "rms_norm = x / sqrt(mean(x^2 over the last axis) + eps) * weight (no centering)."
 
 
-@grader(
+def _rms(g: np.random.Generator, shape: tuple, eps: float, shift: float = 0, scale: float = 1):
+    return g.standard_normal(shape) * scale + shift, g.uniform(0.5, 2, shape[-1]), eps
+
+
+def _random_rms(g: np.random.Generator, i: int) -> tuple[str, tuple]:
+    c = int(g.integers(2, 65))
+    return "random case", _rms(g, (2, int(g.integers(1, 9)), c), 1e-6, scale=3)
+
+
+_R = rng(95)
+RMS = array_table(
     "09.5",
-    blocks=(f"{_B}:rms_norm", f"{_B}:RMSNorm", "minitorch.kernels.fusion:rmsnorm"),
-    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
+    "normalized x",
+    truth=rms_norm_torch,
+    named=[
+        ("one row of 4", _rms(_R, (1, 4), 1e-5)),
+        ("rows with a mean far from 0", _rms(_R, (3, 8), 1e-5, shift=5)),
+        ("tiny values, eps = 0.1", _rms(_R, (2, 3, 6), 0.1, scale=1e-2)),
+    ],
+    draw=_random_rms,
+    fresh=1,
+    mistakes=_RMS_MISTAKES,
+    hint=_RMS_HINT,
 )
+
+
+@grader("09.5", blocks=(f"{_B}:rms_norm", f"{_B}:RMSNorm", "minitorch.kernels.fusion:rmsnorm"))
 def check_rms_norm(rms_norm: Callable[..., object]) -> str:
     """Exercise 09.5: rms_norm(x, weight, eps) over the last axis."""
-    r, f = rng(95), fresh_rng("09.5")
-    cases = [
-        Case(
-            "one row of 4",
-            (r.standard_normal((1, 4)), r.uniform(0.5, 2, 4), 1e-5),
-            rms_norm_torch,
-            _RMS_MISTAKES,
-            _RMS_HINT,
-        ),
-        Case(
-            "rows with a mean far from 0",
-            (r.standard_normal((3, 8)) + 5, r.uniform(0.5, 2, 8), 1e-5),
-            rms_norm_torch,
-            _RMS_MISTAKES,
-            _RMS_HINT,
-        ),
-        Case(
-            "tiny values, eps = 0.1",
-            (r.standard_normal((2, 3, 6)) * 1e-2, r.uniform(0.5, 2, 6), 0.1),
-            rms_norm_torch,
-            _RMS_MISTAKES,
-            _RMS_HINT,
-        ),
-    ]
-    c = int(f.integers(2, 65))
-    cases.append(
-        Case(
-            fresh("random case"),
-            (f.standard_normal((2, int(f.integers(1, 9)), c)) * 3, f.uniform(0.5, 2, c), 1e-6),
-            rms_norm_torch,
-            _RMS_MISTAKES,
-            _RMS_HINT,
-        )
-    )
-    n = run_array_cases(rms_norm, cases, "normalized x")
+    n = RMS.grade(rms_norm)
     return f"{n} cases equal torch rms_norm: one reduction per row, no mean, no bias"
 
 
@@ -128,34 +116,40 @@ _LAYOUT = (
 )
 
 
-@grader(
+def _mlp(g: np.random.Generator, n: int, c: int, h: int) -> tuple:
+    return (
+        g.standard_normal((n, c)),
+        g.standard_normal((h, c)) / np.sqrt(c),
+        g.standard_normal((h, c)) / np.sqrt(c),
+        g.standard_normal((c, h)) / np.sqrt(h),
+    )
+
+
+def _random_mlp(g: np.random.Generator, i: int) -> tuple[str, tuple]:
+    n, c, h = int(g.integers(1, 9)), int(g.integers(2, 20)), int(g.integers(2, 40))
+    return "random case", _mlp(g, n, c, h)
+
+
+_R6 = rng(96)
+SWIGLU = array_table(
     "09.6",
-    blocks=(f"{_B}:MLP", f"{_B}:silu", f"{__name__}:_sig", "a2s.checks.truths:gelu_tanh"),
-    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
+    "MLP output",
+    truth=_swiglu,
+    named=[
+        ("4 tokens, 8 -> 16 -> 8", _mlp(_R6, 4, 8, 16)),
+        ("1 token, 3 -> 5 -> 3", _mlp(_R6, 1, 3, 5)),
+    ],
+    draw=_random_mlp,
+    fresh=1,
+    mistakes=_SWIGLU_MISTAKES,
+    hint=_LAYOUT,
+)
+
+
+@grader(
+    "09.6", blocks=(f"{_B}:MLP", f"{_B}:silu", f"{__name__}:_sig", "a2s.checks.truths:gelu_tanh")
 )
 def check_swiglu(swiglu: Callable[..., object]) -> str:
     """Exercise 09.6: swiglu(x, w1, w3, w2) = (silu(x W1^T) * x W3^T) W2^T."""
-    r, f = rng(96), fresh_rng("09.6")
-
-    def case(label: str, g: np.random.Generator, n: int, c: int, h: int) -> Case:
-        args = (
-            g.standard_normal((n, c)),
-            g.standard_normal((h, c)) / np.sqrt(c),
-            g.standard_normal((h, c)) / np.sqrt(c),
-            g.standard_normal((c, h)) / np.sqrt(h),
-        )
-        return Case(label, args, _swiglu, _SWIGLU_MISTAKES, _LAYOUT)
-
-    cases = [
-        case("4 tokens, 8 -> 16 -> 8", r, 4, 8, 16),
-        case("1 token, 3 -> 5 -> 3", r, 1, 3, 5),
-        case(
-            fresh("random case"),
-            f,
-            int(f.integers(1, 9)),
-            int(f.integers(2, 20)),
-            int(f.integers(2, 40)),
-        ),
-    ]
-    n = run_array_cases(swiglu, cases, "MLP output")
+    n = SWIGLU.grade(swiglu)
     return f"{n} cases equal torch: 3 weight matrices, 3 matmuls per token (GELU MLP: 2)"

@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from a2s.checks.cases import Case, Mistake, fresh
+from a2s.checks.cases import Case, Mistake
 from a2s.checks.compare import number
-from a2s.checks.core import CheckFailure, fresh_rng, grader, plain
+from a2s.checks.core import CheckFailure, grader
+from a2s.checks.table import Table
 from minitorch.model.config import GPTConfig
 
 __all__ = ["check_kv_cache_bytes"]
@@ -40,73 +41,69 @@ _MISTAKES = (
 )
 
 
+def _int(got: object, label: str) -> float:
+    """The learner's bytes as a number; a float (even a whole one) is not a count."""
+    message = f"[{label}] return the number of bytes as an int"
+    if isinstance(got, (float, np.floating)) and not isinstance(got, bool):
+        raise CheckFailure(
+            f"{message}, got the float {got!r}: bytes are a whole number (use // or int "
+            "arithmetic, not /)."
+        )
+    return number(got, case=label, kind=float, message=message)
+
+
+def _message(case: Case, got: float, want: int, hint: str) -> str:
+    shown = int(got) if got.is_integer() else got
+    return f"[{case.label}] predicted {shown:,} bytes, expected {want:,}. " + hint
+
+
+def _random(g: np.random.Generator, i: int) -> tuple[str, tuple]:
+    n_kv = int(g.choice([1, 2, 4]))
+    cfg = GPTConfig(
+        n_layer=int(g.integers(1, 9)), n_head=4 * n_kv, n_kv_head=n_kv, d_model=16 * 4 * n_kv
+    )
+    return "random config", (
+        cfg,
+        int(g.integers(1, 500)),
+        int(g.integers(1, 9)),
+        int(g.choice([1, 2, 4])),
+    )
+
+
+_LLAMA = GPTConfig(n_layer=80, n_head=64, n_kv_head=8, d_model=8192)
+KV = Table(
+    "09.7",
+    truth=lambda c, t, b, s: _bytes(c, t, b, s, c.n_kv_head, 2),
+    named=[  # the first tells the mistakes apart: V x2, layers x3, itemsize x4, heads x8
+        (
+            "MQA, 3 layers, 8 query heads, 10 tokens, fp32",
+            (GPTConfig(n_head=8, n_kv_head=1, n_layer=3), 10, 1, 4),
+        ),
+        (
+            "MHA, 3 layers, 2 sequences of 100, bf16",
+            (GPTConfig(n_head=8, n_kv_head=8, n_layer=3), 100, 2, 2),
+        ),
+        ("tiny GPT (GQA 4/2), 32 tokens, fp32", (GPTConfig(n_kv_head=2), 32, 1, 4)),
+        ("MQA, 1 K/V head", (GPTConfig(n_head=8, n_kv_head=1, n_layer=4), 64, 3, 2)),
+        ("Llama-2-70B-like: 80 layers, 64/8 heads, 4096 tokens", (_LLAMA, 4096, 1, 2)),
+    ],
+    draw=_random,
+    fresh=1,
+    mistakes=_MISTAKES,
+    read=_int,
+    message=_message,
+)
+
+
 @grader(
     "09.7",
     blocks=(
         "minitorch.runtime.quant_serving:kv_bytes_per_token",  # lab 28: K and V bytes per token
         f"{__name__}:_bytes",  # the grader's closed form
     ),
-    hand="parts",
 )
 def check_kv_cache_bytes(kv_cache_bytes: Callable[..., object]) -> str:
     """Exercise 09.7: kv_cache_bytes(config, seq_len, batch, itemsize) -> int."""
-    f = fresh_rng("09.7")
-    configs = [  # the first tells the mistakes apart: V x2, layers x3, itemsize x4, heads x8
-        (
-            "MQA, 3 layers, 8 query heads, 10 tokens, fp32",
-            GPTConfig(n_head=8, n_kv_head=1, n_layer=3),
-            10,
-            1,
-            4,
-        ),
-        (
-            "MHA, 3 layers, 2 sequences of 100, bf16",
-            GPTConfig(n_head=8, n_kv_head=8, n_layer=3),
-            100,
-            2,
-            2,
-        ),
-        ("tiny GPT (GQA 4/2), 32 tokens, fp32", GPTConfig(n_kv_head=2), 32, 1, 4),
-        ("MQA, 1 K/V head", GPTConfig(n_head=8, n_kv_head=1, n_layer=4), 64, 3, 2),
-        (
-            "Llama-2-70B-like: 80 layers, 64/8 heads, 4096 tokens",
-            GPTConfig(n_layer=80, n_head=64, n_kv_head=8, d_model=8192),
-            4096,
-            1,
-            2,
-        ),
-    ]
-    n_kv = int(f.choice([1, 2, 4]))
-    configs.append(
-        (
-            fresh("random config"),
-            GPTConfig(
-                n_layer=int(f.integers(1, 9)),
-                n_head=4 * n_kv,
-                n_kv_head=n_kv,
-                d_model=16 * 4 * n_kv,
-            ),
-            int(f.integers(1, 500)),
-            int(f.integers(1, 9)),
-            int(f.choice([1, 2, 4])),
-        )
-    )
-    for label, cfg, t, b, s in configs:
-        case = Case(label, (cfg, t, b, s), _bytes(cfg, t, b, s, cfg.n_kv_head, 2), _MISTAKES)
-        message = f"[{label}] return the number of bytes as an int"
-        raw = plain(kv_cache_bytes(cfg, t, b, s), case=label)
-        if isinstance(raw, (float, np.floating)) and not isinstance(raw, bool):
-            raise CheckFailure(
-                f"{message}, got the float {raw!r}: bytes are a whole number (use // or int "
-                "arithmetic, not /)."
-            )
-        got = number(raw, case=label, kind=float, message=message)
-        if got != case.want():
-            shown = int(got) if got.is_integer() else got
-            raise CheckFailure(
-                f"[{label}] predicted {shown:,} bytes, expected {case.want():,}. "
-                + case.diagnose(got, lambda a, w: a == w)
-            )
-    want = _bytes(configs[4][1], 4096, 1, 2, 8, 2)
-    gib = want / 2**30
-    return f"{len(configs)} configs exact; the 70B-like model caches {gib:.2f} GiB per 4k sequence"
+    n = KV.grade(kv_cache_bytes)
+    gib = _bytes(_LLAMA, 4096, 1, 2, 8, 2) / 2**30
+    return f"{n} configs exact; the 70B-like model caches {gib:.2f} GiB per 4k sequence"

@@ -13,10 +13,10 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from a2s.checks.cases import Case, Mistake, fresh
+from a2s.checks.cases import Mistake, fresh
 from a2s.checks.compare import float_array
 from a2s.checks.core import assert_true, fresh_rng, grader, rng
-from a2s.checks.lab09._truth import run_array_cases, torch_rope
+from a2s.checks.lab09._truth import array_table, torch_rope
 
 __all__ = ["check_alibi_slopes", "check_rope"]
 
@@ -63,6 +63,28 @@ _ROPE_MISTAKES = (
 _TWIN = "a2s.checks.lab09._truth"
 
 
+def _random(g: np.random.Generator, i: int) -> tuple[str, tuple]:
+    return "random case", (
+        g.standard_normal((2, int(g.integers(2, 20)), 2 * int(g.integers(1, 17)))),
+    )
+
+
+_R = rng(93)
+ROPE = array_table(
+    "09.3",
+    "rotated x",
+    truth=_truth,
+    named=[
+        ("T=4, d=2 (one pair)", (_R.standard_normal((4, 2)),)),
+        ("T=6, d=8", (_R.standard_normal((6, 8)),)),
+        ("(2, 3, 5, 16): batch and heads", (_R.standard_normal((2, 3, 5, 16)),)),
+    ],
+    draw=_random,
+    fresh=1,
+    mistakes=_ROPE_MISTAKES,
+)
+
+
 @grader(
     "09.3",
     blocks=(
@@ -72,28 +94,13 @@ _TWIN = "a2s.checks.lab09._truth"
         f"{__name__}:_rope_np",  # the grader's mistake model is the rotation at (2.0, False, 1.0)
         f"{_TWIN}:torch_rope",
     ),
-    hand="array cases through lab 09's own runner (run_array_cases), to become tables",
+    hand="property",
 )
 def check_rope(rope: Callable[..., object]) -> str:
     """Exercise 09.3: rope(x) for x (..., T, d), positions 0..T-1, base 10000."""
-    r, f = rng(93), fresh_rng("09.3")
-    cases = [
-        Case("T=4, d=2 (one pair)", (r.standard_normal((4, 2)),), _truth, _ROPE_MISTAKES),
-        Case("T=6, d=8", (r.standard_normal((6, 8)),), _truth, _ROPE_MISTAKES),
-        Case(
-            "(2, 3, 5, 16): batch and heads",
-            (r.standard_normal((2, 3, 5, 16)),),
-            _truth,
-            _ROPE_MISTAKES,
-        ),
-        Case(
-            fresh("random case"),
-            (f.standard_normal((2, int(f.integers(2, 20)), 2 * int(f.integers(1, 17)))),),
-            _truth,
-            _ROPE_MISTAKES,
-        ),
-    ]
-    n = run_array_cases(rope, cases, "rotated x")
+    n = ROPE.grade(rope)
+    f = fresh_rng("09.3")
+    _random(f, 0)  # the table's fresh case came first from this stream
     d, t, s = 16, 12, int(f.integers(1, 5))
     q, k = f.standard_normal(d), f.standard_normal(d)
     x = np.zeros((2, t, d))
@@ -142,6 +149,18 @@ _ALIBI_MISTAKES = (
 )
 
 
+SLOPES = array_table(
+    "09.4",
+    "slopes",
+    "Press et al.'s closed form",
+    truth=lambda n: np.array(_slopes(n)),
+    named=[(f"{n} heads", (n,)) for n in (1, 2, 8, 16, 6, 12, 3)],
+    draw=lambda g, i: (f"{(n := int(g.integers(17, 64)))} heads", (n,)),
+    fresh=1,
+    mistakes=_ALIBI_MISTAKES,
+)
+
+
 @grader(
     "09.4",
     blocks=(
@@ -151,16 +170,8 @@ _ALIBI_MISTAKES = (
         f"{__name__}:_odd_wrong",
         f"{_TWIN}:torch_alibi_slopes",
     ),
-    hand="parts",
 )
 def check_alibi_slopes(alibi_slopes: Callable[..., object]) -> str:
     """Exercise 09.4: the per-head slopes of ALiBi, (n,) array."""
-    f = fresh_rng("09.4")
-    ns = [1, 2, 8, 16, 6, 12, 3]
-    cases = [Case(f"{n} heads", (n,), lambda n: np.array(_slopes(n)), _ALIBI_MISTAKES) for n in ns]
-    n_f = int(f.integers(17, 64))
-    cases.append(
-        Case(fresh(f"{n_f} heads"), (n_f,), lambda n: np.array(_slopes(n)), _ALIBI_MISTAKES)
-    )
-    count = run_array_cases(alibi_slopes, cases, "slopes", "Press et al.'s closed form")
+    count = SLOPES.grade(alibi_slopes)
     return f"{count} head counts match Press et al.'s slopes (8 heads: 1/2 ... 1/256)"

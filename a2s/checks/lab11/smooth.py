@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.cases import fresh
+from a2s.checks.cases import Case, Mistake, fresh
 from a2s.checks.core import assert_close, assert_true, fresh_rng, grader, plain, rng
 from a2s.checks.lab11._truth import outlier_inputs
+from a2s.checks.table import Table
 
 __all__ = ["check_smooth_scales"]
 
@@ -49,25 +50,34 @@ def _err(y: np.ndarray, got: np.ndarray) -> float:
     return float(np.sum((y - got) ** 2) / np.sum(y**2))
 
 
+def _message(case: Case, got: np.ndarray, want: np.ndarray, hint: str) -> str:
+    assert_close(got, want, case=case.label, rtol=1e-9, what="s", hint=hint)
+    return f"[{case.label}] s differs from the closed form. {hint}"  # assert_close raised
+
+
+_XA, _WA = np.array([1.0, 100.0, 4.0, 0.5]), np.array([0.5, 0.2, 2.0, 1.0])
+CLOSED_FORM = Table(
+    "11.5",
+    truth=lambda x, w, alpha: x**alpha / w ** (1 - alpha),
+    named=[(f"alpha = {alpha}", (_XA, _WA, alpha)) for alpha in (0.8, 0.5, 0.25)],
+    mistakes=(
+        Mistake(_SWAPPED, lambda x, w, alpha: x ** (1 - alpha) / w**alpha),
+        Mistake(_ROLES, lambda x, w, alpha: w**alpha / x ** (1 - alpha)),
+        Mistake(_SAME, lambda x, w, alpha: (x / w) ** alpha),
+        Mistake(_INVERTED, lambda x, w, alpha: w ** (1 - alpha) / x**alpha),
+    ),
+    hint=_FORM,
+    read=lambda got, label: np.asarray(got, float),
+    same=lambda g, w: g.shape == w.shape and bool(np.allclose(g, w, rtol=1e-9, atol=1e-8)),
+    message=_message,
+)
+
+
 @grader("11.5", blocks=_BLOCKS, hand="parts")
 def check_smooth_scales(smooth_scales: Callable[..., Any]) -> str:
     """Exercise 11.5: ``smooth_scales(x_absmax, w_absmax, alpha) -> s``."""
+    CLOSED_FORM.grade(smooth_scales)
     a = rng(1105)
-    xa, wa = np.array([1.0, 100.0, 4.0, 0.5]), np.array([0.5, 0.2, 2.0, 1.0])
-    for label, alpha in (("alpha = 0.8", 0.8), ("alpha = 0.5", 0.5), ("alpha = 0.25", 0.25)):
-        got = np.asarray(plain(smooth_scales(xa.copy(), wa.copy(), alpha), case=label), float)
-        want = xa**alpha / wa ** (1 - alpha)
-        if got.shape == want.shape and np.allclose(got, xa ** (1 - alpha) / wa**alpha):
-            hint = _SWAPPED
-        elif got.shape == want.shape and np.allclose(got, wa**alpha / xa ** (1 - alpha)):
-            hint = _ROLES
-        elif got.shape == want.shape and np.allclose(got, (xa / wa) ** alpha):
-            hint = _SAME
-        elif got.shape == want.shape and np.allclose(got, 1 / want):
-            hint = _INVERTED
-        else:
-            hint = _FORM
-        assert_close(got, want, case=label, rtol=1e-9, what="s", hint=hint)
     f = fresh_rng("11.5")
     gains = []
     for label, g in (("outlier channels x100", a), (fresh("outlier channels x100"), f)):
