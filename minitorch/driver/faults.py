@@ -24,7 +24,8 @@ is what the host can observe: heartbeat times and the completion time (``None``:
 **Codes.** :class:`Xid` mirrors real NVIDIA XID numbers (names from NVIDIA's Xid catalog):
 8 ``ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT`` ("GPU stopped processing"; a hung channel),
 48 double-bit ECC error, 74 NVLink error (a link down), 79 "GPU has fallen off the bus".
-Single-bit errors have no XID: they are only counted.
+Single-bit errors raise no XID here: they are only counted (the driver reports a *high
+rate* of them separately).
 
     mem = EccMemory(4)
     mem.write(0, 0xDEAD)

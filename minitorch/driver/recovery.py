@@ -18,7 +18,8 @@ maps ``(command, attempt)`` to a fault of that attempt:
 * ``"transient"`` (an error the driver recovered from): retry on the same device;
 * ``"hang"``: the watchdog fires after :meth:`Watchdog.detect_ns` (XID 8), the channel is
   reset and the command retried;
-* ``"dbe"`` (XID 48) or ``"link_down"`` (XID 79): the **device** is isolated and this command
+* ``"dbe"`` (XID 48), ``"link_down"`` (XID 74, its NVLink lost) or ``"fallen_off_bus"``
+  (XID 79, it no longer answers on PCIe): the **device** is isolated and this command
   and every command still queued on it are re-mapped to the healthy devices (least loaded
   first); these attempts are the device's fault and do not use up the command's retries.
 
@@ -42,10 +43,15 @@ from dataclasses import dataclass, field
 
 from minitorch.driver.faults import KernelTrace, Xid, hung_kernel
 
-__all__ = ["FaultPlan", "Report", "Runtime", "Watchdog"]
+__all__ = ["DEVICE_FAULTS", "FAULTS", "FaultPlan", "Report", "Runtime", "Watchdog"]
 
 FaultPlan = dict[tuple[int, int], str]  # (command, attempt) -> "transient" | "hang" | ...
-FAULTS = ("transient", "hang", "dbe", "link_down")
+DEVICE_FAULTS = {
+    "dbe": Xid.DBE_ECC,
+    "link_down": Xid.NVLINK_ERROR,
+    "fallen_off_bus": Xid.FALLEN_OFF_BUS,
+}
+FAULTS = ("transient", "hang", *DEVICE_FAULTS)
 
 
 @dataclass(frozen=True)
@@ -137,9 +143,8 @@ class Runtime:
                     queues[d].appendleft(c)  # retry first, keep the queue's order
                 else:
                     rep.failed[c] = f"failed {errors[c]} times"
-            elif fault in ("dbe", "link_down"):
-                xid = Xid.DBE_ECC if fault == "dbe" else Xid.FALLEN_OFF_BUS
-                rep.events.append((clock[d], d, xid, c))
+            elif fault in DEVICE_FAULTS:
+                rep.events.append((clock[d], d, DEVICE_FAULTS[fault], c))
                 healthy.discard(d)
                 rep.isolated.add(d)
                 orphans = [c, *queues[d]]

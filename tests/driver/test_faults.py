@@ -22,7 +22,7 @@ from minitorch.driver.faults import (
     ok_kernel,
     slow_kernel,
 )
-from minitorch.driver.recovery import Runtime, Watchdog
+from minitorch.driver.recovery import DEVICE_FAULTS, FAULTS, Runtime, Watchdog
 
 VALUES = [0, 1, 0xDEADBEEF, (1 << 64) - 1, 0x0123456789ABCDEF]
 
@@ -107,7 +107,7 @@ def test_no_false_alarm_on_any_slow_but_progressing_kernel(
     assert Watchdog(deadline, poll).first_alarm_ns(trace, duration * slowdown * 2 + poll) is None
 
 
-FAULT = st.sampled_from(["transient", "hang", "dbe", "link_down"])
+FAULT = st.sampled_from(FAULTS)
 
 
 @settings(max_examples=150, deadline=None)
@@ -125,11 +125,11 @@ def test_every_command_completes_exactly_once_or_is_reported_failed(
     assert len(rep.completions) == len(set(rep.completions)) == len(rep.completed)
     assert set(rep.completed).isdisjoint(rep.failed)
     assert set(rep.completed) | set(rep.failed) == set(range(n_cmd))
-    device_faults = sum(1 for x in rep.events if x[2] in (Xid.DBE_ECC, Xid.FALLEN_OFF_BUS))
+    device_faults = sum(1 for x in rep.events if x[2] in DEVICE_FAULTS.values())
     assert device_faults == len(rep.isolated) <= n_dev
     if len(rep.isolated) < n_dev:
         assert all(r.startswith("failed") for r in rep.failed.values())
-    if not any(f in ("dbe", "link_down") for f in plan.values()):
+    if not any(f in DEVICE_FAULTS for f in plan.values()):
         # no device faults: attempts are the command's own; it fails iff its first
         # retries + 1 attempts are all faulty (a plain count written here)
         for c in range(n_cmd):
@@ -164,8 +164,9 @@ def test_a_hang_costs_the_watchdog_time_then_retries() -> None:
 
 
 def test_no_healthy_device_fails_everything_pending() -> None:
-    rep = Runtime(2).run([1.0] * 6, {(0, 0): "link_down", (1, 0): "dbe"})
-    assert rep.isolated == {0, 1} and rep.completed == {}
+    rep = Runtime(3).run([1.0] * 6, {(0, 0): "link_down", (1, 0): "dbe", (2, 0): "fallen_off_bus"})
+    assert rep.isolated == {0, 1, 2} and rep.completed == {}
+    assert [e[2] for e in rep.events] == [Xid.NVLINK_ERROR, Xid.DBE_ECC, Xid.FALLEN_OFF_BUS]
     assert set(rep.failed) == set(range(6))
     assert set(rep.failed.values()) == {"no healthy device"}
     assert np.isclose(rep.makespan_ns, 0.0)
