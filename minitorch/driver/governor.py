@@ -9,6 +9,7 @@ units: power in mW, clocks in MHz, temperature in °C):
 ``power_usage_mw()``                   ``nvmlDeviceGetPowerUsage``
 ``temperature_c()``                    ``nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)``
 ``utilization()``                      ``nvmlDeviceGetUtilizationRates`` (``.gpu``, %)
+``total_energy_mj()``                  ``nvmlDeviceGetTotalEnergyConsumption`` (a counter)
 ``set_applications_clocks(f_mhz)``     ``nvmlDeviceSetApplicationsClocks``
 ``set_power_limit_mw(mw)``             ``nvmlDeviceSetPowerManagementLimit``
 =====================================  =============================================
@@ -72,6 +73,7 @@ class SimulatedGpu:
         self.busy = False
         self.now_ns = 0.0
         self._throttle = 0  # table steps taken off by the thermal slowdown
+        self._energy_j = 0.0  # since "driver load": the energy counter's true value
 
     # ---- queries (NVML Device Queries)
     def clock_mhz(self) -> float:
@@ -86,6 +88,11 @@ class SimulatedGpu:
     def utilization(self) -> int:
         """Percent of the last step with a kernel resident (NVML's ``utilization.gpu``)."""
         return 100 if self.busy else 0
+
+    def total_energy_mj(self) -> int:
+        """Energy in mJ since the device was created: monotonic, read as whole mJ; the
+        energy of an interval is the difference of two reads (as with every counter)."""
+        return int(self._energy_j * 1e3)
 
     # ---- commands (NVML Device Commands)
     def set_applications_clocks(self, f_mhz: float) -> None:
@@ -126,6 +133,7 @@ class SimulatedGpu:
                 dt = min(dt_ns, left * t_phase)
                 p_w = self.model.power_w(phase.activity, self.point, self.temp_c)
                 res.energy_j += p_w * dt * 1e-9
+                self._energy_j += p_w * dt * 1e-9
                 self.temp_c = self.model.thermal_step(self.temp_c, p_w, dt)
                 self.now_ns += dt
                 res.time_ns += dt

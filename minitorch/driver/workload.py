@@ -6,10 +6,11 @@ with core cycles ``N_c``, clock-independent memory time ``t_m`` and an activity 
 * **prefill and training GEMMs** are compute-bound: ``2·P·T`` FLOPs for ``P`` parameters
   and ``T`` tokens (``6·P·T`` for forward + backward), at ``flops_per_cycle`` per cycle, the
   weights read once (``t_m`` small); activity high;
-* **decode** is memory-bound: every token reads all ``2·P`` bytes of bf16 weights (plus the
-  KV cache) at ``hbm_gbps``, ``t_m = bytes / B`` dominates and ``N_c = 2·P·B_s`` is small for a
-  batch ``B_s``; activity low;
-* between them, short **optimizer** / sampling phases (memory-bound, elementwise).
+* **decode** is memory-bound: every step reads all ``2·P`` bytes of bf16 weights at
+  ``hbm_gbps`` (the KV cache of a tiny model is left out), ``t_m = bytes / B`` dominates and
+  the ``2·P·B_s`` FLOPs of a batch ``B_s`` take few cycles; activity low;
+* after each training step an **optimizer** phase (memory-bound, elementwise: ``P`` cycles,
+  16 bytes read and written per parameter, an assumption).
 
 Sizes are jittered by a seeded generator (``±jitter``) so traces are small, deterministic
 and not all alike. Defaults: H100-like ``flops_per_cycle = 989e12 / 1.98e9 ≈ 5e5`` (dense

@@ -135,6 +135,14 @@ def test_run_matches_a_plain_integration_loop() -> None:
     assert r.tokens == 2 * 8192 and r.energy_per_token_j == pytest.approx(r.energy_j / r.tokens)
 
 
+def test_energy_counter_differences_give_a_run_energy() -> None:
+    g = _gpu()
+    before = g.total_energy_mj()
+    r = g.run(training_trace(steps=1), dt_ns=1e6)
+    r2 = g.run(decode_trace(steps=4), dt_ns=1e6)
+    assert abs(g.total_energy_mj() - before - 1e3 * (r.energy_j + r2.energy_j)) <= 1.0
+
+
 def test_power_cap_is_respected_and_costs_time() -> None:
     trace = [Phase("c", cycles=4e9, mem_ns=0.0, activity=0.8)]
     free = _gpu().run(trace, dt_ns=1e7)
