@@ -36,6 +36,9 @@ For a step of length ``Δt`` with constant ``P`` this is solved *exactly*, not b
   it falls with ``f``; above it ``de/df = 2aCV_min²f/f_knee² − P_s/f² = 0`` gives
   ``f* = clip(max(f_knee, (P_s·f_knee² / (2·a·C·V_min²))^(1/3)), f_min, f_max)``: race to at
   least the knee, further only when leakage dominates.
+* **both**, at the voltage floor: ``dE/df = a·C·V_min²·t_m − P_s·N_c/f² = 0`` gives
+  ``f* = sqrt(P_s·N_c / (a·C·V_min²·t_m))`` when that lies in ``[f_min, f_knee]``; it falls
+  to ``f_min`` as ``N_c/t_m → 0`` and reaches the knee as ``t_m → 0``, the two cases above.
 
 Lab: 30_telemetry_power_and_faults
 Reference: Weste & Harris, "CMOS VLSI Design", 4th ed., ch. 5 (dynamic and static power);
@@ -58,6 +61,7 @@ __all__ = [
     "dvfs_table",
     "optimal_clock_compute_bound",
     "optimal_clock_memory_bound",
+    "optimal_clock_mixed",
     "optimal_point",
 ]
 
@@ -173,3 +177,22 @@ def optimal_clock_compute_bound(
     f_knee = f_knee_mhz * 1e6
     f_root = (p_s * f_knee**2 / (2.0 * activity * model.c_eff_f * v_min**2)) ** (1.0 / 3.0)
     return float(np.clip(max(f_knee, f_root) / 1e6, f_min_mhz, f_max_mhz))
+
+
+def optimal_clock_mixed(
+    model: PowerModel,
+    phase: Phase,
+    t_c: float,
+    v_min: float = 0.70,
+    f_min_mhz: float = 600.0,
+    f_knee_mhz: float = 1200.0,
+) -> float:
+    """At the voltage floor, ``f* = sqrt(P_s·N_c / (a·C·V_min²·t_m))`` clipped to
+    ``[f_min, f_knee]`` (MHz); exact when the unclipped value lies in that range."""
+    if phase.mem_ns <= 0:
+        return f_knee_mhz
+    p_s = model.leakage_w(t_c)
+    f = math.sqrt(
+        p_s * phase.cycles / (phase.activity * model.c_eff_f * v_min**2 * phase.mem_ns * 1e-9)
+    )
+    return float(np.clip(f / 1e6, f_min_mhz, f_knee_mhz))

@@ -17,6 +17,7 @@ from minitorch.driver.power import (
     dvfs_table,
     optimal_clock_compute_bound,
     optimal_clock_memory_bound,
+    optimal_clock_mixed,
     optimal_point,
 )
 from minitorch.driver.workload import FLOPS_PER_CYCLE, decode_trace, training_trace
@@ -89,6 +90,20 @@ def test_memory_bound_optimum_is_the_lowest_clock() -> None:
     ph = Phase("decode", cycles=1e3, mem_ns=5e6, activity=0.3)
     best = min(M.table, key=lambda p: _brute_energy(M, ph, p, 60.0))
     assert best.f_mhz == optimal_clock_memory_bound(M.table) == 600.0
+
+
+@pytest.mark.parametrize("cycles_per_s", [5e8, 1.1e9, 1.3e9])
+def test_mixed_phase_optimum_at_the_voltage_floor_matches_a_scan(cycles_per_s: float) -> None:
+    table = dvfs_table(step_mhz=1.0)
+    ph = Phase("mixed", cycles=cycles_per_s * 1e-3, mem_ns=1e6, activity=0.8)
+    best = min(table, key=lambda p: _brute_energy(M, ph, p, 60.0))
+    assert abs(best.f_mhz - optimal_clock_mixed(M, ph, 60.0)) <= 1.0
+    assert 600.0 < best.f_mhz < 1200.0
+
+
+def test_mixed_optimum_tends_to_the_two_limits() -> None:
+    assert optimal_clock_mixed(M, Phase("m", 1.0, 1e9, 0.3), 60.0) == 600.0
+    assert optimal_clock_mixed(M, Phase("c", 1e9, 0.0, 0.8), 60.0) == 1200.0
 
 
 def _gpu(**kw: float) -> SimulatedGpu:
