@@ -127,7 +127,7 @@ def run(
     for r, v in (regs or {}).items():
         if r:
             m.regs[r] = to_signed(v)
-    trace = []
+    trace: list[Retire] = []
     while not m.done and len(trace) < max_steps:
         trace.append(m.step())
     return Result(trace, m.regs, m.mem, m.done, len(trace))
