@@ -195,7 +195,8 @@ class Pipeline:
         mw = self.ex_mem
         if mw is not None:
             if mw.ins.op == "lw":
-                mw.value = self.mem[_word(self.mem, mw.result)]
+                loaded = self.mem[_word(self.mem, mw.result)]
+                mw.value = loaded if writes(mw.ins) is not None else 0
             elif mw.ins.op == "sw":
                 self.mem[_word(self.mem, mw.result)] = mw.value = mw.b
             else:
