@@ -3,6 +3,8 @@ implementation, static rules, aliasing, and misprediction cycles inside the pipe
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from minitorch.cpu.branch import (
@@ -12,6 +14,7 @@ from minitorch.cpu.branch import (
     BranchEvent,
     Gshare,
     NeverTaken,
+    Predictor,
     accuracy,
     accuracy_vs_size,
     branch_trace,
@@ -116,7 +119,7 @@ def test_traces_from_real_programs_and_aliasing() -> None:
 
 
 @pytest.mark.parametrize("make", [Bimodal, lambda: Gshare(4), BTFN, NeverTaken])
-def test_misprediction_cycles_in_the_pipeline(make) -> None:  # type: ignore[no-untyped-def]
+def test_misprediction_cycles_in_the_pipeline(make: Callable[[], Predictor]) -> None:
     n = 12
     prog = dot(list(range(n)))
     trace = branch_trace(run(prog.words, prog.mem))
