@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitorch.cpu.asm import AsmError, assemble, disassemble, format_instr, parse
@@ -44,6 +44,7 @@ def test_errors_name_the_line(bad: str) -> None:
         assemble(bad)
 
 
+@settings(max_examples=40, deadline=None)
 @given(st.lists(instrs(), min_size=1, max_size=20))
 def test_disassemble_then_assemble_is_the_identity(prog: list[Instr]) -> None:
     words = [encode(i) for i in prog]

@@ -4,7 +4,7 @@ and the step limit that reports a hang."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitorch.cpu.asm import assemble
@@ -25,6 +25,7 @@ loop:
 """
 
 
+@settings(max_examples=30, deadline=None)
 @given(st.lists(small, min_size=1, max_size=30))
 def test_sum(values: list[int]) -> None:
     res = run(assemble(SUM.format(end=4 * len(values))), values)
@@ -32,6 +33,7 @@ def test_sum(values: list[int]) -> None:
     assert res.steps == 3 + 4 * len(values)
 
 
+@settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(small, small), min_size=1, max_size=20))
 def test_dot(pairs: list[tuple[int, int]]) -> None:
     a, b = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -39,6 +41,7 @@ def test_dot(pairs: list[tuple[int, int]]) -> None:
     assert run(prog.words, prog.mem).regs[13] == sum(x * y for x, y in pairs)
 
 
+@settings(max_examples=30, deadline=None)
 @given(st.lists(small, max_size=20))
 def test_sort(values: list[int]) -> None:
     prog = insertion_sort(values)
@@ -46,6 +49,7 @@ def test_sort(values: list[int]) -> None:
     assert res.halted and res.mem[: len(values)] == sorted(values)
 
 
+@settings(max_examples=30, deadline=None)
 @given(st.text(alphabet="ab ", min_size=1, max_size=40))
 def test_count_words(text: str) -> None:
     prog = count_words(text.encode())
