@@ -39,7 +39,16 @@ from minitorch.cpu.branch import Predictor
 from minitorch.cpu.golden import Retire, _word
 from minitorch.cpu.isa import FORMAT, Instr, alu, decode, next_pc, reads, to_signed, writes
 
-__all__ = ["BUGS", "STAGES", "Config", "Cycle", "Pipeline", "PipelineResult", "simulate"]
+__all__ = [
+    "BUGS",
+    "STAGES",
+    "Config",
+    "Cycle",
+    "Pipeline",
+    "PipelineResult",
+    "format_trace",
+    "simulate",
+]
 
 STAGES = ("IF", "ID", "EX", "MEM", "WB")
 BUGS = {
@@ -263,3 +272,13 @@ def simulate(
     return PipelineResult(
         retired, p.cycle, p.stalls, p.redirects, p.mispredicts, trace, p.regs, p.mem, p.done
     )
+
+
+def format_trace(trace: Sequence[Cycle]) -> str:
+    """The per-cycle table: one row per cycle, the pc in each stage (``.``: a bubble)."""
+    rows = ["cycle  " + "".join(f"{s:<7}" for s in STAGES) + "event"]
+    for c in trace:
+        cells = "".join(f"{'.' if pc is None else hex(pc):<7}" for pc in c.stages)
+        event = " ".join(e for e, on in (("stall", c.stall), ("flush", c.flush)) if on)
+        rows.append(f"{c.cycle:<7}{cells}{event}".rstrip())
+    return "\n".join(rows)

@@ -11,7 +11,7 @@ from minitorch.cpu.asm import assemble, parse
 from minitorch.cpu.branch import BTFN, Bimodal, Gshare
 from minitorch.cpu.golden import run
 from minitorch.cpu.isa import reads, writes
-from minitorch.cpu.pipeline import Config, simulate
+from minitorch.cpu.pipeline import Config, format_trace, simulate
 from tests.cpu._gen import memories, small_loop, straight_line
 
 CONFIGS = [
@@ -97,6 +97,10 @@ def test_hand_counted_diagram() -> None:
     assert [c.cycle for c in res.trace if c.stall] == [3]
     assert [c.cycle for c in res.trace if c.flush] == [6]
     assert [c.cycle for c in res.trace if c.retired] == [5, 7, 8, 11]
+    table = format_trace(res.trace).splitlines()
+    assert table[0].split() == ["cycle", "IF", "ID", "EX", "MEM", "WB", "event"]
+    assert table[3].split() == ["3", "0x8", "0x4", "0x0", ".", ".", "stall"]
+    assert table[6].split() == ["6", "0x10", "0xc", "0x8", "0x4", ".", "flush"]
     nofwd = simulate(assemble(text), [21], Config(forwarding=False))
     assert nofwd.cycles == 12 and nofwd.stalls == 2
 
