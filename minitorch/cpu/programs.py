@@ -14,7 +14,7 @@ predict-not-taken (one load-use bubble, 2 cycles per taken branch or jump):
 * ``insertion_sort`` and ``count_words`` (a tokenizer-like byte loop: words separated by
   spaces) have data-dependent branches: they feed the branch predictors.
 
-    prog = dot(8); golden.run(prog.words, prog.mem).regs[13] == sum(a * b)
+    prog = dot([1, 2, 3], [4, 5, 6]); golden.run(prog.words, prog.mem).regs[13] == 32
 
 Lab: 36_cpu_pipelines
 Reference: Patterson & Hennessy, Computer Organization and Design RISC-V Edition, 2nd ed.,

@@ -46,6 +46,7 @@ __all__ = [
     "cycles_lower_bound",
     "dot_critical_path",
     "ipc_bound",
+    "ipc_vs_width",
     "issue",
 ]
 
@@ -103,6 +104,15 @@ def issue(
         if break_on_taken and r.next_pc != r.pc + 4:
             t, used = t + 1, 0
     return IssueResult(width, finish, issued)
+
+
+def ipc_vs_width(
+    trace: Sequence[Retire],
+    widths: Sequence[int] = (1, 2, 4, 8),
+    latency: Mapping[str, int] = LATENCY,
+) -> dict[int, float]:
+    """IPC of the same trace at every width (the curve that flattens at ``N / CP``)."""
+    return {w: issue(trace, w, latency).ipc for w in widths}
 
 
 def critical_path(trace: Sequence[Retire], latency: Mapping[str, int] = LATENCY) -> int:
