@@ -14,11 +14,11 @@ the golden model part (``kind``: ``"mismatch"``, ``"extra"``, ``"missing"``, ``"
 :data:`~minitorch.cpu.pipeline.BUGS`, a small program that exposes it.
 
     d = first_divergence(assemble(EXPOSERS["no_ex_forward"][0]), config=Config(bug="no_ex_forward"))
-    d.kind, d.cycle, d.index == "mismatch", 6, 1
+    (d.kind, d.cycle, d.index) == ("mismatch", 6, 1)
 
 Lab: 36_cpu_pipelines
-Reference: Spike's lock-step co-simulation (riscv-isa-sim, "--log-commits"); the RISC-V
-DV / Dromajo co-simulation flow (chipsalliance/dromajo): compare each commit with the ISS.
+Reference: Spike, the RISC-V ISA simulator (riscv-isa-sim, ``--log-commits``) and Dromajo
+(chipsalliance/dromajo), co-simulation models that compare each commit of a core with an ISS.
 """
 
 from __future__ import annotations

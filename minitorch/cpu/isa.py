@@ -22,9 +22,9 @@ extended from its top bit, which is always ``w[31]``. Semantics, on signed 32-bi
     decode(0xFFDFF06F)                           # Instr("jal", rd=0, imm=-4)
 
 Lab: 36_cpu_pipelines
-Reference: The RISC-V Instruction Set Manual, Volume I: Unprivileged ISA (20191213), chapter 2
-(RV32I: base formats, figure 2.3 and 2.4, immediate encoding; opcode map, chapter 24) and
-chapter 7 (M extension: MUL).
+Reference: The RISC-V Instruction Set Manual, Volume I: Unprivileged ISA (20191213): chapter 2
+(RV32I base instruction formats; section 2.3, immediate encoding variants), chapter 7 (M
+extension: MUL), chapter 24 (RV32/64G instruction set listings: opcode, funct3, funct7).
 """
 
 from __future__ import annotations
