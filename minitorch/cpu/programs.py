@@ -11,6 +11,9 @@ predict-not-taken (one load-use bubble, 2 cycles per taken branch or jump):
 * ``matmul(n)`` (``C = A B``, ``n x n``, i-j-k loops): ``N = 8n^3 + 9n^2 + 5n + 5``
   instructions, ``n^3`` bubbles, ``n^3 - 1`` taken branches, so
   ``cycles = 11n^3 + 9n^2 + 5n + 7``;
+* without forwarding each dependent pair at distance 1 costs 2 bubbles and at distance 2 one:
+  ``dot`` pays 6 per element (``lw -> mul``, ``mul -> add``, ``addi -> bne``) plus 1 in the
+  first, ``16n + 7``; ``matmul`` pays ``6n^3 + 3n^2 + 2n``, ``16n^3 + 12n^2 + 7n + 7``;
 * ``insertion_sort`` and ``count_words`` (a tokenizer-like byte loop: words separated by
   spaces) have data-dependent branches: they feed the branch predictors.
 
@@ -81,9 +84,9 @@ def dot(a: Sequence[int], b: Sequence[int] | None = None) -> Program:
     return Program(text, [*a, *b], "x13")
 
 
-def dot_cycles(n: int) -> int:
-    """Cycles of :func:`dot` of length ``n`` on the forwarding pipeline: ``11n + 6``."""
-    return 11 * n + 6
+def dot_cycles(n: int, forwarding: bool = True) -> int:
+    """Cycles of :func:`dot` of length ``n``: ``11n + 6`` (``16n + 7`` without forwarding)."""
+    return 11 * n + 6 if forwarding else 16 * n + 7
 
 
 def matmul(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]]) -> Program:
@@ -132,8 +135,11 @@ def matmul_instructions(n: int) -> int:
     return 8 * n**3 + 9 * n**2 + 5 * n + 5
 
 
-def matmul_cycles(n: int) -> int:
-    """``N + 4 + n^3 + 2(n^3 - 1) = 11n^3 + 9n^2 + 5n + 7``."""
+def matmul_cycles(n: int, forwarding: bool = True) -> int:
+    """``N + 4 + n^3 + 2(n^3 - 1) = 11n^3 + 9n^2 + 5n + 7``; ``16n^3 + 12n^2 + 7n + 7``
+    without forwarding."""
+    if not forwarding:
+        return 16 * n**3 + 12 * n**2 + 7 * n + 7
     return 11 * n**3 + 9 * n**2 + 5 * n + 7
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from minitorch.cpu.asm import assemble
 from minitorch.cpu.golden import run
-from minitorch.cpu.pipeline import simulate
+from minitorch.cpu.pipeline import Config, simulate
 from minitorch.cpu.programs import (
     dot,
     dot_cycles,
@@ -30,6 +30,9 @@ def test_dot_cycles_closed_form(n: int) -> None:
     assert len(gold.trace) == 8 * n + 4
     assert res.cycles == dot_cycles(n) == 11 * n + 6
     assert res.stalls == n and res.redirects == n - 1
+    slow = simulate(prog.words, prog.mem, Config(forwarding=False))
+    assert slow.retired == gold.trace and slow.cycles == dot_cycles(n, False) == 16 * n + 7
+    assert slow.stalls == 6 * n + 1
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
@@ -44,6 +47,9 @@ def test_matmul_cycles_closed_form(n: int) -> None:
     assert len(gold.trace) == matmul_instructions(n)
     assert res.cycles == matmul_cycles(n)
     assert res.stalls == n**3 and res.redirects == n**3 - 1
+    slow = simulate(prog.words, prog.mem, Config(forwarding=False))
+    assert slow.retired == gold.trace and slow.cycles == matmul_cycles(n, forwarding=False)
+    assert slow.stalls == 6 * n**3 + 3 * n**2 + 2 * n
 
 
 def test_straight_line_closed_form() -> None:
