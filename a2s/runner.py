@@ -49,6 +49,7 @@ REFERENCE_PACKAGES = (
     "comm",
     "parallel",
     "driver",
+    "cpu",
 )
 
 

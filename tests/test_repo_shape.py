@@ -34,6 +34,7 @@ _REFERENCE = {
     "comm",
     "parallel",
     "driver",
+    "cpu",
 }
 
 # subpackage -> the subpackages it may import: docs/architecture.md, "Import rules" (a test
@@ -54,6 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     "comm": {"numerics"},
     "parallel": {"comm", "runtime", "autograd", "nn", "optim", "model", "numerics", "hardware"},
     "driver": set(),
+    "cpu": set(),
     "viz": _REFERENCE,
     "checks": _REFERENCE,
     "bench": _REFERENCE,
