@@ -20,7 +20,6 @@ __all__ = ["check_fragmentation"]
 BLOCKS = (
     "minitorch.runtime.allocator:fragmentation",
     "minitorch.runtime.allocator:CachingAllocator",
-    f"{__name__}:_plain",
 )
 
 
