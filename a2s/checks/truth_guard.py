@@ -90,9 +90,7 @@ def _through(name: str, shadow: Any, key: int, owner: int) -> Any:
     (and the function or its class was not handed out: :func:`handout`, or an argument)."""
     if key in _HANDOUTS or owner in _HANDOUTS:
         return shadow
-    caller = sys._getframe(2)  # the stub's caller; the guarded call itself: the student's
-    ours = caller.f_code.co_name == "__call__" and caller.f_globals.get("__name__") == _CORE
-    handed = frozenset() if ours else _origin(caller)  # function is the grader's truth
+    handed = _origin(sys._getframe(2))  # from the stub's caller
     if handed is None or key in handed or owner in handed:
         return shadow
     reference_called(name)

@@ -28,8 +28,11 @@ _SCHEDULE_BLOCKS = (
     f"{_R}:overlap_step",
     f"{_R}:make_buckets",
     "minitorch.runtime.streams:Device",
+    "a2s.checks.lab16._truth:schedule",
+    "a2s.checks.lab16._truth:step_time",
 )
 
+_TRUTH = ("a2s.checks.lab16._truth:schedule", "a2s.checks.lab16._truth:step_time")
 _SCHEDULE_HINTS: list[tuple[dict[str, Any], str]] = [
     (
         dict(overlap=False),
@@ -183,6 +186,8 @@ EXPOSED = Table(
         f"{_R}:allreduce_intervals",
         f"{_R}:make_buckets",
         "minitorch.runtime.streams:Device",
+        f"{__name__}:_exposed",
+        *_TRUTH,
     ),
 )
 def check_predict_exposed(predict_exposed: Callable[..., Any]) -> str:
@@ -211,7 +216,7 @@ _TEACH_4 = [
 
 @grader(
     "16.4",
-    blocks=(f"{_R}:best_bucket_bytes",),
+    blocks=(f"{_R}:best_bucket_bytes", *_TRUTH),
     uses=(("16.2", "bucket_schedule", f"{_R}:allreduce_intervals"),),
     hand="property",
 )

@@ -21,6 +21,7 @@ __all__ = ["check_simulate", "random_program"]
 BLOCKS = (
     "minitorch.runtime.streams:simulate",
     "minitorch.runtime.streams:Device",
+    "a2s.checks.lab16._truth:program_times",
 )
 
 _TEACHING = {

@@ -20,6 +20,7 @@ __all__ = ["check_fragmentation"]
 BLOCKS = (
     "minitorch.runtime.allocator:fragmentation",
     "minitorch.runtime.allocator:CachingAllocator",
+    f"{__name__}:_plain",
 )
 
 

@@ -21,6 +21,7 @@ BLOCKS = (
     f"{_REF}:size_class",
     f"{_REF}:round_size",
     f"{_REF}:malloc",
+    "a2s.checks.lab17._truth:plain_size_class",
 )
 _MISTAKES = [
     Mistake(
