@@ -168,7 +168,7 @@ def speculative_generate(
             k = 0
             while k < g and drafted[k] == int(best[k]):
                 k += 1
-            emitted = drafted[:k] + [int(best[k])]
+            emitted = [*drafted[:k], int(best[k])]
         else:
             emitted, k = verify(softmax(logits, temperature), np.array(q_rows), drafted, rng)
         res.accepted.append(k)
