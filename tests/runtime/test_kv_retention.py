@@ -42,7 +42,9 @@ def _loop_model(policy: Policy, tokens: list[int]) -> list[list[int]]:
             protected = set(range(policy.sinks)) if policy.kind != "window" else set()
             old = sorted(p for p in kept if p < edge and p not in protected)
             seps = [p for p in old if tokens[p] in SEPS] if policy.kind == "sepllm" else []
-            keep_seps = set(seps[max(0, len(seps) - policy.max_seps) :]) if policy.max_seps else set()
+            keep_seps = (
+                set(seps[max(0, len(seps) - policy.max_seps) :]) if policy.max_seps else set()
+            )
             kept -= set(old) - keep_seps
         out.append(sorted(kept))
     return out
