@@ -9,8 +9,8 @@ token is drawn from p_{gamma+1}. Each emitted token is then distributed exactly 
     P(out = x) = q(x) min(1, p(x)/q(x)) + (1 - beta) norm(max(0, p - q))(x) = p(x),
 
 with beta = sum_x min(p(x), q(x)) = 1 - D_TV(p, q) the acceptance probability (Leviathan
-et al. section 3.3: Definition 3.1, Theorem 3.5, Corollary 3.6; alpha = E[beta]). With i.i.d. acceptances of
-rate alpha a target pass yields on average (Eq. 1)
+et al. section 3.3: Definition 3.1, Theorem 3.5, Corollary 3.6; alpha = E[beta]). With
+i.i.d. acceptances of rate alpha a target pass yields on average (Eq. 1)
 
     E[tokens per target pass] = (1 - alpha^(gamma + 1)) / (1 - alpha),
 
