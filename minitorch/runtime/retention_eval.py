@@ -9,7 +9,11 @@ trained ``block_size`` RoPE then extrapolates). With the full policy and absolut
 positions this equals the model's own forward exactly (a test checks it).
 
 The stream is the course corpus (``minitorch.model.corpus``) concatenated:
-``Rcab=bac.Sfa=af....``; ``.`` and ``=`` are its separators.
+``Rcab=bac.Sfa=af....``; ``.`` and ``=`` are its separators. The shipped tiny GPT was
+trained on one example per sequence, from position 0, scored on answers only: on the
+stream it answers the first example almost perfectly and later ones poorly under every
+policy, so :func:`compare` scores answer tokens (:func:`answer_mask`) and the numbers
+compare policies with one another, not with a long-context model.
 
     tokens = long_stream(384, seed=0)
     nll = retention_nll(model, tokens, sinks(4, 24))      # (383,) nats per next token
