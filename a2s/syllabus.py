@@ -105,6 +105,15 @@ _LAB_TABLE = """
 26 | context_expert_parallel_planner | 2 | Context/expert parallel and a planner | ring attention, expert all-to-all, a 3-D planner | minitorch.parallel
 27 | accelerator_architecture | 7 | Accelerator architecture | a systolic array simulator, memory hierarchy, NoC | minitorch.hardware
 28 | capstone | all | Capstone | a quantized tiny LLM served with paged KV and continuous batching | all
+29 | driver_and_command_submission | 6 | Driver and command submission | a simulated PCIe accelerator: command ring and doorbell, DMA chains, completions, graphs, contexts | minitorch.driver
+30 | telemetry_power_and_faults | 6 | Telemetry, power and faults | counters with wrap-around, DVFS under a power cap, a watchdog, retry and isolation | minitorch.driver
+31 | pytorch_backend | 2 | A PyTorch backend for a new chip | a device through the dispatcher, op coverage and fallback, a torch.compile backend, ONNX | minitorch.backend
+32 | fault_tolerance_elastic | 5 | Fault tolerance and elastic training | checkpoints, restarts and elastic resizing on real processes | minitorch.resilience
+33 | sparsity_distillation_qat | 1 | Sparsity, distillation and QAT | pruning, N:M sparsity, distillation, quantization-aware training | minitorch.model
+34 | speculative_decoding | 1 | Speculative decoding, MLA and long context | draft and verify, latent attention, KV retention, streaming | minitorch.model, minitorch.runtime
+35 | rl_systems | 5 | The RL loop as a systems problem | a rollout engine, a trainer, weight sync, GRPO | minitorch.rl
+36 | cpu_pipelines | 7 | CPU pipelines and an ISA | an assembler, a 5-stage pipeline with hazards, branch predictors, superscalar issue | minitorch.cpu
+37 | python_to_machine_code | 0 | From Python to machine code | a C++ extension, linking, profiling | minitorch.native
 """
 LABS: tuple[Lab, ...] = tuple(
     Lab(*(cell.strip() for cell in row.split("|"))) for row in _LAB_TABLE.strip().splitlines()
