@@ -1,4 +1,4 @@
-"""Every lab 05–28 has an adversarial battery and a table of its musts, both complete.
+"""Every lab from 05 on has an adversarial battery and a table of its musts, both complete.
 
 * ``tests/checks/test_labNN_attacks.py`` lists ``ATTEMPTS`` (:mod:`tests.helpers.attacks`): for
   each exercise of the lab at least 2 honest answers written differently, 3 realistic wrong
@@ -26,7 +26,7 @@ from a2s.syllabus import LABS
 from tests.helpers.attacks import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
-REVIEWED = [lab for lab in LABS if "05" <= lab.number <= "28"]
+REVIEWED = [lab for lab in LABS if lab.number >= "05" and lab.solution_path(ROOT).exists()]
 MINIMUM = {"honest": 2, "wrong": 3, "cheat": 4}
 
 
