@@ -146,6 +146,7 @@ class Capstone:
     profiles: list[ProfileRow]
     labs: list[str]  # the labs graded
     course_cells: set[tuple[str, str]] = field(default_factory=set)  # with any exercise
+    course_labs: int = len(LABS)  # the labs that exist (a planned lab has no notebook)
 
     @property
     def course_coverage(self) -> float:
@@ -153,7 +154,7 @@ class Capstone:
         return sum(SUBJECTS[s][1] * DIMENSIONS[d][1] for s, d in self.course_cells)
 
     def matrix_lines(self) -> list[str]:
-        rep, n, w = self.report, len(LABS), 36
+        rep, n, w = self.report, self.course_labs, 36
         shown = _ranges(self.labs)
         head = "".join(f"{_SHORT[d]:>9}" for d in DIMENSIONS)
         out = [
@@ -226,7 +227,8 @@ def capstone_section(results: list[dict], root: Path) -> Capstone:
     pooled = pool_results({"version": 1, "results": results}, root)
     labs = sorted({str(r["lab"]).zfill(2) for r in results if r.get("lab")})
     rows = [profile_row(k, report_from_pool(pooled, k)) for k in PROFILES]
-    return Capstone(report_from_pool(pooled), rows, labs, set(_course_cells(root)))
+    ready = sum(lab.solution_path(root).exists() for lab in LABS)
+    return Capstone(report_from_pool(pooled), rows, labs, set(_course_cells(root)), ready)
 
 
 def save_profiles_radar(cap: Capstone, path: Path, who: str | None = None) -> None:
