@@ -39,10 +39,9 @@ void a2s_matmul_tiled(const double* a, const double* b, double* c, long n, long 
     for (long k0 = 0; k0 < k; k0 += tile)
       for (long j0 = 0; j0 < m; j0 += tile)
         for (long i = i0; i < min_of(i0 + tile, n); ++i)
-          for (long p = k0; p < min_of(k0 + tile, k); ++p) {
-            const double aip = a[i * k + p];
-            for (long j = j0; j < min_of(j0 + tile, m); ++j) c[i * m + j] += aip * b[p * m + j];
-          }
+          for (long p = k0; p < min_of(k0 + tile, k); ++p)
+            for (long j = j0; j < min_of(j0 + tile, m); ++j)
+              c[i * m + j] += a[i * k + p] * b[p * m + j];  // A reloaded: the store may alias it
 }
 
 // y = gelu(x + b) for x (n, d), b (d,), in one pass: x + b never goes back to memory.
