@@ -35,6 +35,7 @@ _REFERENCE = {
     "parallel",
     "driver",
     "cpu",
+    "native",
 }
 
 # subpackage -> the subpackages it may import: docs/architecture.md, "Import rules" (a test
@@ -56,6 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "parallel": {"comm", "runtime", "autograd", "nn", "optim", "model", "numerics", "hardware"},
     "driver": set(),
     "cpu": set(),
+    "native": {"autograd", "kernels", "hardware"},
     "viz": _REFERENCE,
     "checks": _REFERENCE,
     "bench": _REFERENCE,
