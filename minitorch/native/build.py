@@ -11,7 +11,7 @@
    symbol resolved or reported (``undefined reference to ...``), a ``.so`` or a program.
 
 A build is cached in a directory named by a hash of the sources, the flags, the kind of
-output, the compiler's version and the machine, under ``$A2S_NATIVE_CACHE`` or
+output and its name, the compiler's version and the machine, under ``$A2S_NATIVE_CACHE`` or
 ``~/.cache/a2s/native`` (``$XDG_CACHE_HOME/a2s/native`` when that is set): a second build
 of the same sources costs one ``stat``. It is built in a temporary directory beside it and
 renamed into place, so two processes building the same key never see half a build. A build
@@ -138,11 +138,17 @@ def kernel_source() -> str:
 
 
 def _key(
-    sources: Mapping[str, str], flags: Sequence[str], link: Sequence[str], kind: str, cxx: str
+    sources: Mapping[str, str],
+    name: str,
+    flags: Sequence[str],
+    link: Sequence[str],
+    kind: str,
+    cxx: str,
 ) -> str:
     blob = json.dumps(
         [
             sorted(sources.items()),
+            name,
             list(flags),
             list(link),
             kind,
@@ -226,7 +232,7 @@ def build(
         sources = {f"{name}.cpp": sources}
     cxx = compiler()
     root = Path(cache) if cache is not None else cache_root()
-    key = _key(sources, flags, link, kind, cxx)
+    key = _key(sources, name, flags, link, kind, cxx)
     final = root / key
     if (final / _RECORD).exists():
         return _cached(final, cxx, sources, name, kind, flags, link, key)

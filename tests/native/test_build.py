@@ -35,7 +35,9 @@ def test_a_second_build_comes_from_the_cache(tmp_path: Path) -> None:
     assert again.output.stat().st_mtime_ns == stamp
     other = nb.build(nb.kernel_source(), cache=tmp_path, flags=("-O0", "-fPIC"))
     assert other.key != first.key and not other.cached
-    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 2
+    renamed = nb.build(nb.kernel_source(), "other", cache=tmp_path)
+    assert renamed.key != first.key and renamed.output.name == "libother.so"
+    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 3
 
 
 def test_the_default_cache_follows_the_environment(
