@@ -12,6 +12,11 @@ A, B and C at the same offsets of an aligned block. They differ where the compil
 not do exactly what the trace says (loop counters kept on the stack, a value kept in a
 register instead of reloaded, the program's own start-up).
 
+Measured (valgrind 3.19, g++ 12, D1 4 KiB 4-way, LL 32 KiB 8-way, 64-byte lines): the ijk
+and ikj nests at n = 32 and 48 within 2 misses of the simulator at both levels; the tiled
+nest 1-5 % more D1 misses (its loop bounds live on the stack, and those accesses, ~4 % more
+than ``4 n^3``, take ways of D1's sets), LL within 1 %.
+
 :func:`compare` builds ``cg_main.cpp`` with ``kernels.cpp`` (``-O1``, no vectorisation, so
 every access of the source is one access of the machine code), runs it under cachegrind
 with the given D1 and LL, reads the kernel function's counts from the output file (in a
