@@ -105,7 +105,7 @@ def plot_die_placements(
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.6))
     y = np.arange(len(rows))
     energies = [0.0 if e is None else e * 1e9 for _, e, _, _ in rows]
-    top = max(energies + [1e-9])
+    top = max([*energies, 1e-9])
     colors = ["0.8" if e is None else "#3182bd" for _, e, _, _ in rows]
     ax.barh(y, energies, 0.6, color=colors)
     for i, (_, e, worst, budget) in enumerate(rows):
