@@ -306,16 +306,16 @@ def place_on_dies(traffic, dies, capacity, d2d, on_die, budget_s, bug=""):
     import itertools
 
     n, best = len(traffic), None
+    edges = [(i, j, b) for i, row in enumerate(traffic) for j, b in enumerate(row) if b]
     for place in itertools.product(range(dies), repeat=n):
         if bug != "capacity" and max(place.count(d) for d in range(dies)) > capacity:
             continue
         links = {}
-        for i in range(n):
-            for j in range(n):
-                a, b = place[i], place[j]
-                if a != b and traffic[i][j]:
-                    key = (min(a, b), max(a, b)) if bug == "undirected" else (a, b)
-                    links[key] = links.get(key, 0) + traffic[i][j]
+        for i, j, b in edges:
+            if place[i] != place[j]:
+                a, c = place[i], place[j]
+                key = (min(a, c), max(a, c)) if bug == "undirected" else (a, c)
+                links[key] = links.get(key, 0) + b
         if bug == "idle":
             used = set(place)
             links |= {(a, b): links.get((a, b), 0) for a in used for b in used if a != b}
@@ -324,8 +324,8 @@ def place_on_dies(traffic, dies, capacity, d2d, on_die, budget_s, bug=""):
             lat + v / d2d["bandwidth"] > budget_s for v in links.values()
         ):
             continue
-        cut = sum(traffic[i][j] for i in range(n) for j in range(n) if place[i] != place[j])
-        kept = sum(traffic[i][j] for i in range(n) for j in range(n) if place[i] == place[j])
+        cut = sum(b for i, j, b in edges if place[i] != place[j])
+        kept = sum(b for i, j, b in edges if place[i] == place[j] and i != j)
         energy = 8e-12 * (cut * d2d["pj_per_bit"] + kept * on_die["pj_per_bit"])
         if best is None or energy < best[0]:
             best = (energy, list(place))
@@ -339,9 +339,8 @@ _PLACE = unblocked(chiplet.place_on_dies)
 
 def test_place_on_dies_passes(capsys):
     lab27.check_place_on_dies(place_on_dies)
-    lab27.check_place_on_dies(lambda *a: _PLACE(*a))
-    lab27.check_place_on_dies(lambda *a: None if (p := place_on_dies(*a)) is None else np.array(p))
-    assert capsys.readouterr().out.count("✔ Exercise 27.6 passed") == 3
+    lab27.check_place_on_dies(lambda *a: None if (p := _PLACE(*a)) is None else np.array(p))
+    assert capsys.readouterr().out.count("✔ Exercise 27.6 passed") == 2
 
 
 @pytest.mark.parametrize(
