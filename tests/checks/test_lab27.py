@@ -395,6 +395,16 @@ def test_place_on_dies_rejects_the_reference():
     )
 
 
+def test_place_on_dies_rejects_the_reference_enumerator():
+    def through_enumerator(traffic, dies, capacity, d2d, on_die, budget_s):
+        list(chiplet._placements(len(traffic), dies, capacity))
+        return place_on_dies(traffic, dies, capacity, d2d, on_die, budget_s)
+
+    rejects(
+        lab27.check_place_on_dies, through_enumerator, match="reference", error=ReferenceCalledError
+    )
+
+
 def test_place_on_dies_rejects_the_graders_own_truth():
     from a2s.checks.lab27 import _truth
 

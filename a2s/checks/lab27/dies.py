@@ -252,10 +252,13 @@ def _one(student: Callable[..., object], case: Case) -> str:
         f"{_C}:placement_energy",
         f"{_C}:die_link_loads",
         f"{_C}:link_seconds",
+        f"{_C}:transfer_joules",
+        f"{_C}:_placements",
         f"{_T}:best_placement",
         f"{_T}:over_budget",
         f"{_T}:energy_of",
         f"{_T}:d2d_loads",
+        f"{_T}:link_time",
     ),
     hand="property",
 )
