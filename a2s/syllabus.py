@@ -103,7 +103,7 @@ _LAB_TABLE = """
 24 | tensor_sequence_parallel | 2 | Tensor and sequence parallel | Megatron column/row parallel layers | minitorch.parallel
 25 | pipeline_parallel | 2 | Pipeline parallel | GPipe, 1F1B, interleaving, bubbles | minitorch.parallel
 26 | context_expert_parallel_planner | 2 | Context/expert parallel and a planner | ring attention, expert all-to-all, a 3-D planner | minitorch.parallel
-27 | accelerator_architecture | 7 | Accelerator architecture | a systolic array simulator, memory hierarchy, NoC | minitorch.hardware
+27 | accelerator_architecture | 7 | Accelerator architecture | a systolic array simulator, memory hierarchy, NoC, chiplets | minitorch.hardware
 28 | capstone | all | Capstone | a quantized tiny LLM served with paged KV and continuous batching | all
 29 | driver_and_command_submission | 6 | Driver and command submission | a simulated PCIe accelerator: command ring and doorbell, DMA chains, completions, graphs, contexts | minitorch.driver
 30 | telemetry_power_and_faults | 6 | Telemetry, power and faults | counters with wrap-around, DVFS under a power cap, a watchdog, retry and isolation | minitorch.driver

@@ -1,4 +1,5 @@
-"""Plots of lab 27: the systolic wavefront, utilisation of mapped GEMMs, mesh link loads.
+"""Plots of lab 27: the systolic wavefront, utilisation of mapped GEMMs, mesh link loads, and a
+layer placed on chiplets.
 
 Lab: 27_accelerator_architecture
 """
@@ -11,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-__all__ = ["plot_busy", "plot_link_loads", "plot_utilisation"]
+__all__ = ["plot_busy", "plot_die_placements", "plot_link_loads", "plot_utilisation"]
 
 
 def plot_busy(runs: Mapping[str, np.ndarray], pes: int, title: str) -> Figure:
@@ -92,5 +93,33 @@ def plot_link_loads(
         ax.set_yticks(range(h))
         ax.set_xlabel("x")
         ax.set_ylabel("y")
+    fig.tight_layout()
+    return fig
+
+
+def plot_die_placements(
+    rows: Sequence[tuple[str, float | None, float, float]], title: str
+) -> Figure:
+    """One bar per configuration ``(label, joules or None, busiest link s, budget s)``: the
+    energy of one step, annotated with the busiest die-to-die link against its budget."""
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.6))
+    y = np.arange(len(rows))
+    energies = [0.0 if e is None else e * 1e9 for _, e, _, _ in rows]
+    top = max([*energies, 1e-9])
+    colors = ["0.8" if e is None else "#3182bd" for _, e, _, _ in rows]
+    ax.barh(y, energies, 0.6, color=colors)
+    for i, (_, e, worst, budget) in enumerate(rows):
+        note = f"{energies[i]:.0f} nJ, busiest link {worst * 1e6:.2f} of {budget * 1e6:.0f} us"
+        if e is None:
+            note = "no placement meets the budget"
+        elif worst == 0:
+            note = f"{energies[i]:.0f} nJ, no die-to-die traffic"
+        ax.text(energies[i] + 0.02 * top, i, note, va="center", fontsize=9)
+    ax.set_yticks(y, [label for label, *_ in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.9 * top)
+    ax.set_xlabel("energy of one step's activations (nJ)")
+    ax.set_title(title)
+    ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -8,7 +8,7 @@ import pytest
 
 from a2s.checks import lab27
 from a2s.checks.core import ReferenceCalledError
-from minitorch.hardware import memory_hierarchy, noc, systolic
+from minitorch.hardware import chiplet, memory_hierarchy, noc, systolic
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.hardware")
@@ -300,6 +300,147 @@ def test_the_graders_own_ground_truth_is_blocked():
         rejects(check, *fns, match="reference", error=ReferenceCalledError)
 
 
+# --------------------------------------------------------------------------- 27.6
+def place_on_dies(traffic, dies, capacity, d2d, on_die, budget_s, bug=""):
+    """A learner's exhaustive search, with a known mistake switchable on."""
+    import itertools
+
+    n, best = len(traffic), None
+    edges = [(i, j, b) for i, row in enumerate(traffic) for j, b in enumerate(row) if b]
+    for place in itertools.product(range(dies), repeat=n):
+        if bug != "capacity" and max(place.count(d) for d in range(dies)) > capacity:
+            continue
+        links = {}
+        for i, j, b in edges:
+            if place[i] != place[j]:
+                a, c = place[i], place[j]
+                key = (min(a, c), max(a, c)) if bug == "undirected" else (a, c)
+                links[key] = links.get(key, 0) + b
+        if bug == "idle":
+            used = set(place)
+            links |= {(a, b): links.get((a, b), 0) for a in used for b in used if a != b}
+        lat = 0.0 if bug == "no latency" else d2d["latency"]
+        if bug != "no budget" and any(
+            lat + v / d2d["bandwidth"] > budget_s for v in links.values()
+        ):
+            continue
+        cut = sum(b for i, j, b in edges if place[i] != place[j])
+        kept = sum(b for i, j, b in edges if place[i] == place[j] and i != j)
+        energy = 8e-12 * (cut * d2d["pj_per_bit"] + kept * on_die["pj_per_bit"])
+        if best is None or energy < best[0]:
+            best = (energy, list(place))
+    if best is None and bug == "best effort":
+        return place_on_dies(traffic, dies, capacity, d2d, on_die, budget_s, bug="no budget")
+    return None if best is None else best[1]
+
+
+_PLACE = unblocked(chiplet.place_on_dies)
+
+
+def test_place_on_dies_passes(capsys):
+    lab27.check_place_on_dies(place_on_dies)
+    lab27.check_place_on_dies(lambda *a: None if (p := _PLACE(*a)) is None else np.array(p))
+    assert capsys.readouterr().out.count("✔ Exercise 27.6 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("no budget", "over the link budget"),
+        ("no latency", "add the latency"),
+        ("undirected", "its own link"),
+        ("idle", "no bytes takes no time"),
+        ("best effort", "return None"),
+        ("capacity", "over its capacity"),
+    ],
+)
+def test_place_on_dies_rejects_wrong_answers(bug, match):
+    rejects(lab27.check_place_on_dies, lambda *a: place_on_dies(*a, bug=bug), match=match)
+
+
+def test_place_on_dies_rejects_a_placement_that_fits_but_costs_more():
+    """The first placement that fits the budget, not the cheapest one that does."""
+
+    def first_fit(traffic, dies, capacity, d2d, on_die, budget_s):
+        import itertools
+
+        n = len(traffic)
+        for place in itertools.product(range(dies), repeat=n):
+            if max(place.count(d) for d in range(dies)) > capacity:
+                continue
+            links = {}
+            for i in range(n):
+                for j in range(n):
+                    if place[i] != place[j] and traffic[i][j]:
+                        key = place[i], place[j]
+                        links[key] = links.get(key, 0) + traffic[i][j]
+            if all(d2d["latency"] + b / d2d["bandwidth"] <= budget_s for b in links.values()):
+                return list(place)
+        return None
+
+    rejects(lab27.check_place_on_dies, first_fit, match="within the budget but costs")
+
+
+def test_place_on_dies_rejects_bad_output_with_a_clear_message():
+    rejects(lab27.check_place_on_dies, lambda *a: "die 0", match="list of 8 die numbers")
+    rejects(lab27.check_place_on_dies, lambda *a: [9] * 8, match="die numbers run 0")
+
+
+def test_place_on_dies_rejects_the_reference():
+    rejects(
+        lab27.check_place_on_dies,
+        chiplet.place_on_dies,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+def test_place_on_dies_rejects_the_reference_enumerator():
+    def through_enumerator(traffic, dies, capacity, d2d, on_die, budget_s):
+        list(chiplet._placements(len(traffic), dies, capacity))
+        return place_on_dies(traffic, dies, capacity, d2d, on_die, budget_s)
+
+    rejects(
+        lab27.check_place_on_dies, through_enumerator, match="reference", error=ReferenceCalledError
+    )
+
+
+def test_place_on_dies_rejects_the_graders_own_truth():
+    from a2s.checks.lab27 import _truth
+
+    def through_truth(traffic, dies, capacity, d2d, on_die, budget_s):
+        got = _truth.best_placement(traffic, dies, capacity, d2d, on_die, budget_s)
+        return None if got is None else got[1]
+
+    rejects(lab27.check_place_on_dies, through_truth, match="reference", error=ReferenceCalledError)
+
+
+def test_named_cases_of_27_6_catch_their_mistakes():
+    """Each named case is one where its mistake changes the answer (not only by a tie)."""
+    from a2s.checks.lab27 import _truth, dies
+
+    cases = {c[0]: c[1:] for c in dies.place_cases()}
+
+    def best(label, **variant):
+        return _truth.best_placement(*cases[label], **variant)
+
+    free = _truth.best_placement(*cases["the cheapest cut overloads one link"][:5], 1.0)
+    assert free[0] < best("the cheapest cut overloads one link")[0]
+    assert best("each direction is its own link", directed=False) is None
+    assert (
+        best("a link's time includes its latency", latency=False)[0]
+        < best("a link's time includes its latency")[0]
+    )
+    assert best("an idle link takes no time: budget under one latency", idle=True) is None
+    assert best("a chain that no placement fits") is None
+    assert best("tiny GPT layer, 2 dies of 4, standard package, 2 us: none fits") is None
+    layer = cases["tiny GPT layer, 4 dies of 2, advanced package, 1 us"]
+    assert (
+        _truth.best_placement(*layer[:5], 1.0)[0]
+        < best("tiny GPT layer, 4 dies of 2, advanced package, 1 us")[0]
+    )
+
+
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
 MUSTS = [
     ("27.1", "Exercise code may not call torch", "test_attempt"),
@@ -355,5 +496,25 @@ MUSTS = [
         "27.5",
         "*Invariant:* a message from `(2, 0)` to `(0, 2)` loads `[0, 2, 1]`",
         "test_mesh_rejects_yx_routing",
+    ),
+    (
+        "27.6",
+        "every link direction that carries bytes must finish them within `budget_s`",
+        "test_place_on_dies_rejects_wrong_answers",
+    ),
+    (
+        "27.6",
+        "each die holds at most `capacity` tiles",
+        "test_place_on_dies_rejects_wrong_answers",
+    ),
+    (
+        "27.6",
+        "the **least** energy of any placement within the budget",
+        "test_place_on_dies_rejects_a_placement_that_fits_but_costs_more",
+    ),
+    (
+        "27.6",
+        "return `None` when no placement meets the budget",
+        "test_place_on_dies_rejects_wrong_answers",
     ),
 ]

@@ -48,6 +48,14 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     ),
     "27-utilisation": _util,
     "27-noc": _noc,
+    "27-dies": lambda: accelerator.plot_die_placements(
+        [
+            ("1 die", 1.9e-7, 0.0, 1e-6),
+            ("4 dies of 2, advanced package, 1 us", 8.9e-7, 7.06e-7, 1e-6),
+            ("2 dies of 4, standard package, 2 us", None, 0.0, 2e-6),
+        ],
+        "the tiny GPT layer on chiplets",
+    ),
 }
 
 
