@@ -588,8 +588,8 @@ def test_every_check_fails_on_an_unwritten_exercise():
 
 MUSTS = [
     ("36.1", "Exercise code may not call `minitorch.cpu`", "test_encode_rejects_the_reference"),
-    ("36.1", "**must raise `ValueError`**", "test_encode_rejects_truncating_bad_operands"),
-    ("36.1", "never be truncated into the word", "test_encode_rejects_the_wrong_error_type"),
+    ("36.1", "**must raise `ValueError`**", "test_encode_rejects_the_wrong_error_type"),
+    ("36.1", "never be truncated into the word", "test_encode_rejects_truncating_bad_operands"),
     (
         "36.2",
         "only the **load-use** case stalls",

@@ -13,13 +13,11 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import assert_true, grader, plain
-from a2s.checks.lab36._truth import critical_path, random_program, steps
+from a2s.checks.lab36._truth import CPU, critical_path, random_program, steps
 from a2s.checks.table import Table
 from minitorch.cpu import programs
 
 __all__ = ["check_critical_path"]
-
-_CPU = ("minitorch.cpu.superscalar", "minitorch.cpu.golden", "minitorch.cpu.programs")
 
 
 def _t(prog: Any) -> list[tuple[str, int, int, int, bool]]:
@@ -77,7 +75,7 @@ CHAINS = Table(
 )
 
 
-@grader("36.4", blocks=_CPU, hand="parts")
+@grader("36.4", blocks=CPU, hand="parts")
 def check_critical_path(student: Callable[..., Any]) -> str:
     """Exercise 36.4: critical_path(trace), latency-weighted."""
     n = CHAINS.grade(student)

@@ -15,12 +15,11 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
-from a2s.checks.lab36._truth import divergence
+from a2s.checks.lab36._truth import CPU, divergence
 from a2s.checks.table import Table
 
 __all__ = ["check_first_divergence"]
 
-_CPU = ("minitorch.cpu.debug", "minitorch.cpu.pipeline", "minitorch.cpu.golden")
 
 Rec = tuple[int, int, Any, int, int]
 
@@ -131,7 +130,7 @@ DIVERGENCE = Table(
 )
 
 
-@grader("36.5", blocks=_CPU)
+@grader("36.5", blocks=CPU)
 def check_first_divergence(student: Callable[..., Any]) -> str:
     """Exercise 36.5: first_divergence(expected, log, k) -> None or (kind, cycle, index)."""
     n = DIVERGENCE.grade(student)

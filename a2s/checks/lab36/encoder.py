@@ -14,12 +14,10 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, StudentError, assert_true, grader
-from a2s.checks.lab36._truth import FMT, LIMITS, encode
+from a2s.checks.lab36._truth import CPU, FMT, LIMITS, encode
 from a2s.checks.table import Table
 
 __all__ = ["check_encode"]
-
-_CPU = ("minitorch.cpu.isa", "minitorch.cpu.asm")
 
 
 def _case(op: str, rd: int = 0, rs1: int = 0, rs2: int = 0, imm: int = 0) -> tuple[str, tuple]:
@@ -136,7 +134,7 @@ def _errors(student: Callable[..., Any]) -> None:
         )
 
 
-@grader("36.1", blocks=_CPU, hand="parts")
+@grader("36.1", blocks=CPU, hand="parts")
 def check_encode(student: Callable[..., Any]) -> str:
     """Exercise 36.1: encode(op, rd, rs1, rs2, imm) -> the word; ValueError if it does not fit."""
     n = ENCODE.grade(student)

@@ -17,19 +17,11 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import assert_true, grader, plain
-from a2s.checks.lab36._truth import cycles, random_program, steps
+from a2s.checks.lab36._truth import CPU, cycles, random_program, steps
 from a2s.checks.table import Table
 from minitorch.cpu import programs
 
 __all__ = ["check_pipeline_cycles"]
-
-_CPU = (
-    "minitorch.cpu.pipeline",
-    "minitorch.cpu.programs",
-    "minitorch.cpu.golden",
-    "minitorch.cpu.superscalar",
-    "minitorch.cpu.debug",
-)
 
 
 def _t(text: str, mem: Any = ()) -> list[tuple[str, int, int, int, bool]]:
@@ -112,7 +104,7 @@ CYCLES = Table(
 )
 
 
-@grader("36.2", blocks=_CPU, hand="parts")
+@grader("36.2", blocks=CPU, hand="parts")
 def check_pipeline_cycles(student: Callable[..., Any]) -> str:
     """Exercise 36.2: pipeline_cycles(trace, forwarding) for the 5-stage in-order pipeline."""
     n = CYCLES.grade(student)

@@ -14,13 +14,12 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import grader
-from a2s.checks.lab36._truth import branches, mispredictions
+from a2s.checks.lab36._truth import CPU, branches, mispredictions
 from a2s.checks.table import Table
 from minitorch.cpu import programs
 
 __all__ = ["check_mispredictions"]
 
-_CPU = ("minitorch.cpu.branch", "minitorch.cpu.golden", "minitorch.cpu.programs")
 _SCHEMES = ("1bit", "2bit", "gshare")
 
 _loop4 = [(8, True), (8, True), (8, True), (8, False)] * 6
@@ -93,7 +92,7 @@ MISPREDICTIONS = Table(
 )
 
 
-@grader("36.3", blocks=_CPU)
+@grader("36.3", blocks=CPU)
 def check_mispredictions(student: Callable[..., Any]) -> str:
     """Exercise 36.3: mispredictions(trace, scheme, k) for 1bit, 2bit and gshare tables."""
     n = MISPREDICTIONS.grade(student)
