@@ -341,6 +341,15 @@ def test_encode_rejects_the_wrong_error_type():
     rejects(lab36.check_encode, asserts, match="raise ValueError")
 
 
+def test_encode_rejects_swapped_source_registers():
+    def swapped(op, rd=0, rs1=0, rs2=0, imm=0):
+        if op in R_FUNCT or op in B_FUNCT3 or op == "sw":
+            return encode(op, rd, rs2, rs1, imm)
+        return encode(op, rd, rs1, rs2, imm)
+
+    rejects(lab36.check_encode, swapped, match="swapped")
+
+
 def test_encode_rejects_the_reference():
     def through_reference(op, rd=0, rs1=0, rs2=0, imm=0):
         return isa.encode(isa.Instr(op, rd, rs1, rs2, imm))
@@ -379,6 +388,30 @@ def test_pipeline_cycles_rejects_x0_dependences():
         return _truth_free_cycles(trace, forwarding, x0=True)
 
     rejects(lab36.check_pipeline_cycles, x0_counts, match="x0")
+
+
+def test_pipeline_cycles_rejects_a_two_cycle_register_file_gap():
+    def gap2(trace, forwarding=True):
+        if forwarding:
+            return pipeline_cycles(trace, True)
+        free, at, jump = {}, 0, False
+        for i, (_op, rd, rs1, rs2, taken) in enumerate(trace):
+            at = 2 if i == 0 else at + (3 if jump else 1)
+            at = max([at, *(free.get(s, 0) for s in (rs1, rs2) if s)])
+            if rd:
+                free[rd] = at + 2
+            jump = taken
+        return at + 3 if trace else 0
+
+    rejects(lab36.check_pipeline_cycles, gap2, match="first half of the cycle")
+
+
+def test_pipeline_cycles_rejects_an_ignored_forwarding_flag():
+    rejects(
+        lab36.check_pipeline_cycles,
+        lambda trace, forwarding=True: pipeline_cycles(trace, True),
+        match="forwarding flag",
+    )
 
 
 def test_pipeline_cycles_rejects_the_reference():
@@ -438,6 +471,21 @@ def test_mispredictions_rejects_a_low_threshold():
         return _m(trace, scheme, k, threshold=1)
 
     rejects(lab36.check_mispredictions, low, match="2 or 3")
+
+
+def test_mispredictions_rejects_counters_that_start_strongly_not_taken():
+    def cold(trace, scheme, k):
+        if scheme == "1bit":
+            return mispredictions(trace, scheme, k)
+        mask, table, h, wrong = (1 << k) - 1, [0] * (1 << k), 0, 0
+        for pc, taken in trace:
+            i = ((pc >> 2) ^ (h if scheme == "gshare" else 0)) & mask
+            wrong += (table[i] >= 2) != taken
+            table[i] = min(table[i] + 1, 3) if taken else max(table[i] - 1, 0)
+            h = ((h << 1) | taken) & mask
+        return wrong
+
+    rejects(lab36.check_mispredictions, cold, match="weakly not taken")
 
 
 def test_mispredictions_rejects_the_reference():
@@ -622,6 +670,11 @@ MUSTS = [
         "test_mispredictions_rejects_the_history_shifted_before_the_update",
     ),
     ("36.3", "predict taken when $c \\ge 2$", "test_mispredictions_rejects_a_low_threshold"),
+    (
+        "36.3",
+        "start at 1 (weakly not taken)",
+        "test_mispredictions_rejects_counters_that_start_strongly_not_taken",
+    ),
     ("36.3", "The check counts the misses itself", "test_mispredictions_rejects_the_reference"),
     (
         "36.4",
