@@ -20,14 +20,16 @@ def plot_capped_run(
     runs: Mapping[str, Sequence[tuple[float, float, float, float]]], cap_w: float, title: str
 ) -> Figure:
     """Clock (top) and power (bottom) against time for each run; ``runs[name]`` holds one
-    ``(t_ns, f_mhz, power_w, temp_c)`` row per governor step; the cap is a dashed line."""
+    ``(t_ns, f_mhz, power_w, temp_c)`` row per governor step, ``t_ns`` the step's end (as
+    ``SimulatedGpu`` logs it); the cap is a dashed line."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.2), sharex=True)
     for (name, rows), color in zip(runs.items(), _COLORS, strict=False):
         arr = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
         t_ms = arr[:, 0] / 1e6
-        top.step(t_ms, arr[:, 1], where="post", color=color, lw=1.8, label=name)
-        bottom.step(t_ms, arr[:, 2], where="post", color=color, lw=1.8, label=name)
+        top.step(t_ms, arr[:, 1], where="pre", color=color, lw=1.8, label=name)
+        bottom.step(t_ms, arr[:, 2], where="pre", color=color, lw=1.8, label=name)
     bottom.axhline(cap_w, color="0.3", ls="--", lw=1.2, label=f"cap {cap_w:g} W")
+    top.set_ylim(500, 2100)
     top.set_ylabel("SM clock (MHz)")
     bottom.set_ylabel("board power (W)")
     bottom.set_xlabel("time (ms)")

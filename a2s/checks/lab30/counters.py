@@ -22,6 +22,7 @@ from a2s.checks.table import Table
 __all__ = ["RATES", "check_counter_rates"]
 
 _TEL = "minitorch.driver.telemetry"
+_T = "a2s.checks.lab30._truth"  # the truth, blocked even when handed in as the answer
 
 
 def _named(label: str, segments: list, dt: float, width: int) -> tuple:
@@ -143,7 +144,7 @@ RATES = Table(
 )
 
 
-@grader("30.1", blocks=(_TEL,))
+@grader("30.1", blocks=(_TEL, f"{_T}:decoded_rates", f"{_T}:raw_readings"))
 def check_counter_rates(counter_rates: Callable[..., object]) -> str:
     """Exercise 30.1: decode wrapped counters into per-interval rates."""
     n = RATES.grade(counter_rates)

@@ -23,6 +23,7 @@ from a2s.checks.values import assert_true
 __all__ = ["CAP", "DECODE_TRACE", "TABLE", "check_governor"]
 
 _DRV = "minitorch.driver"
+_T = "a2s.checks.lab30._truth"
 # the DVFS table of the lab: 600..1980 MHz every 15 MHz, V = 0.70 V · max(1, f / 1200 MHz)
 TABLE = [(float(f), 0.70 * max(1.0, f / 1200.0)) for f in range(600, 1981, 15)]
 CAP = 400.0  # W, the replay's cap
@@ -129,7 +130,11 @@ def _replay(governor: Callable[..., Any], cap: float, temp: float) -> dict[str, 
     return replay(DECODE_TRACE, choose, TABLE, CHIP, 2e6, temp)
 
 
-@grader("30.2", blocks=(f"{_DRV}.governor", f"{_DRV}.power"), hand="replay")
+@grader(
+    "30.2",
+    blocks=(f"{_DRV}.governor", f"{_DRV}.power", f"{_T}:capped_clock", f"{_T}:chip_power"),
+    hand="replay",
+)
 def check_governor(governor: Callable[..., object]) -> str:
     """Exercise 30.2: the decisions, then a capped decode run judged on the grader's model."""
     n = DECISIONS.grade(governor)

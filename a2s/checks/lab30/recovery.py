@@ -132,7 +132,11 @@ def _judge(fleet: Fleet, got: Any, label: str) -> None:
     )
 
 
-@grader("30.4", blocks=(f"{_DRV}.recovery", f"{_DRV}.faults"), hand="replay")
+@grader(
+    "30.4",
+    blocks=(f"{_DRV}.recovery", f"{_DRV}.faults", "a2s.checks.lab30._truth:Fleet"),
+    hand="replay",
+)
 def check_run_commands(run_commands: Callable[..., object]) -> str:
     """Exercise 30.4: retries, isolation and re-mapping, every command accounted for."""
     submits = retried = lost = 0
