@@ -106,7 +106,7 @@ _LAB_TABLE = """
 27 | accelerator_architecture | 7 | Accelerator architecture | a systolic array simulator, memory hierarchy, NoC, chiplets | minitorch.hardware
 28 | capstone | all | Capstone | a quantized tiny LLM served with paged KV and continuous batching | all
 29 | driver_and_command_submission | 6 | Driver and command submission | a simulated PCIe accelerator: command ring and doorbell, DMA chains, completions, graphs, contexts | minitorch.driver
-30 | telemetry_power_and_faults | 6 | Telemetry, power and faults | counters with wrap-around, DVFS under a power cap, a watchdog, retry and isolation | minitorch.driver
+30 | telemetry_power_and_faults | 6 | Telemetry, power and faults | utilisation from wrapped counters, a power-capping DVFS governor, a heartbeat watchdog, retry / isolate / re-map | minitorch.driver
 31 | pytorch_backend | 2 | A PyTorch backend for a new chip | a device through the dispatcher, op coverage and fallback, a torch.compile backend, ONNX | minitorch.backend
 32 | fault_tolerance_elastic | 5 | Fault tolerance and elastic training | checkpoints, restarts and elastic resizing on real processes | minitorch.resilience
 33 | sparsity_distillation_qat | 1 | Sparsity, distillation and QAT | pruning, N:M sparsity, distillation, quantization-aware training | minitorch.model

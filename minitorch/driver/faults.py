@@ -23,7 +23,9 @@ is what the host can observe: heartbeat times and the completion time (``None``:
 
 **Codes.** :class:`Xid` mirrors real NVIDIA XID numbers (names from NVIDIA's Xid catalog):
 8 ``ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT`` ("GPU stopped processing"; a hung channel),
-48 double-bit ECC error, 74 NVLink error (a link down), 79 "GPU has fallen off the bus".
+48 double-bit ECC error, 79 "GPU has fallen off the bus" (these three checked against
+NVIDIA's Xid documentation). ``NVLINK_ERROR`` stands for a lost link; its number, 74, is
+taken from field reports and was not found in a primary NVIDIA source: illustrative only.
 Single-bit errors raise no XID here: they are only counted (the driver reports a *high
 rate* of them separately).
 
@@ -63,7 +65,7 @@ class Xid(IntEnum):
 
     GPU_STOPPED_PROCESSING = 8  # ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT: a hung kernel
     DBE_ECC = 48  # an uncorrectable double-bit ECC error
-    NVLINK_ERROR = 74  # a link down
+    NVLINK_ERROR = 74  # a link down (number from field reports, not verified)
     FALLEN_OFF_BUS = 79  # the GPU no longer answers on PCIe
 
 

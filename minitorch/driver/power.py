@@ -55,6 +55,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
+    "F_KNEE_MHZ",
+    "F_MAX_MHZ",
+    "F_MIN_MHZ",
+    "V_MIN",
     "OperatingPoint",
     "Phase",
     "PowerModel",
@@ -64,6 +68,10 @@ __all__ = [
     "optimal_clock_mixed",
     "optimal_point",
 ]
+
+# the DVFS defaults of the lab's H100-like part (1980 MHz is the H100 SXM's max boost clock;
+# the floor, the knee and the minimum voltage are assumptions of the model)
+F_MIN_MHZ, F_MAX_MHZ, F_KNEE_MHZ, V_MIN = 600.0, 1980.0, 1200.0, 0.70
 
 
 @dataclass(frozen=True)
@@ -75,10 +83,10 @@ class OperatingPoint:
 
 
 def dvfs_table(
-    f_min_mhz: float = 600.0,
-    f_max_mhz: float = 1980.0,
-    f_knee_mhz: float = 1200.0,
-    v_min: float = 0.70,
+    f_min_mhz: float = F_MIN_MHZ,
+    f_max_mhz: float = F_MAX_MHZ,
+    f_knee_mhz: float = F_KNEE_MHZ,
+    v_min: float = V_MIN,
     step_mhz: float = 15.0,
 ) -> list[OperatingPoint]:
     """Operating points every ``step_mhz`` from ``f_min`` to ``f_max`` (H100-like: 1980 MHz
@@ -166,10 +174,10 @@ def optimal_clock_compute_bound(
     model: PowerModel,
     activity: float,
     t_c: float,
-    f_knee_mhz: float = 1200.0,
-    v_min: float = 0.70,
-    f_min_mhz: float = 600.0,
-    f_max_mhz: float = 1980.0,
+    f_knee_mhz: float = F_KNEE_MHZ,
+    v_min: float = V_MIN,
+    f_min_mhz: float = F_MIN_MHZ,
+    f_max_mhz: float = F_MAX_MHZ,
 ) -> float:
     """The continuous optimum of ``e(f) = a·C·V(f)² + P_s/f`` for ``V = V_min·max(1, f/f_knee)``:
     ``f* = clip(max(f_knee, (P_s·f_knee² / (2·a·C·V_min²))^(1/3)), f_min, f_max)`` in MHz."""
@@ -183,9 +191,9 @@ def optimal_clock_mixed(
     model: PowerModel,
     phase: Phase,
     t_c: float,
-    v_min: float = 0.70,
-    f_min_mhz: float = 600.0,
-    f_knee_mhz: float = 1200.0,
+    v_min: float = V_MIN,
+    f_min_mhz: float = F_MIN_MHZ,
+    f_knee_mhz: float = F_KNEE_MHZ,
 ) -> float:
     """At the voltage floor, ``f* = sqrt(P_s·N_c / (a·C·V_min²·t_m))`` clipped to
     ``[f_min, f_knee]`` (MHz); exact when the unclipped value lies in that range."""

@@ -18,10 +18,11 @@ maps ``(command, attempt)`` to a fault of that attempt:
 * ``"transient"`` (an error the driver recovered from): retry on the same device;
 * ``"hang"``: the watchdog fires after :meth:`Watchdog.detect_ns` (XID 8), the channel is
   reset and the command retried;
-* ``"dbe"`` (XID 48), ``"link_down"`` (XID 74, its NVLink lost) or ``"fallen_off_bus"``
-  (XID 79, it no longer answers on PCIe): the **device** is isolated and this command
-  and every command still queued on it are re-mapped to the healthy devices (least loaded
-  first); these attempts are the device's fault and do not use up the command's retries.
+* ``"dbe"`` (XID 48), ``"link_down"`` (its NVLink lost; see ``Xid.NVLINK_ERROR``) or
+  ``"fallen_off_bus"`` (XID 79, it no longer answers on PCIe): the **device** is isolated
+  and this command and every command still queued on it are re-mapped to the healthy
+  devices (least loaded first); these attempts are the device's fault and do not use up
+  the command's retries.
 
 A command gets at most ``max_retries`` retries after its own errors, then is reported failed;
 with no healthy device left every pending command is reported failed. Every submitted
