@@ -579,3 +579,172 @@ def test_contexts_calling_the_reference_is_rejected():
         match="PageTable",
         error=ReferenceCalledError,
     )
+
+
+# --------------------------------------------------------------------------- honest variants
+def ring_in_batches(ring, commands):
+    """Honest: fill every free slot, one doorbell, wait until the device made room."""
+    cap, tail, head, i = ring.capacity, ring.tail, ring.tail, 0
+    while i < len(commands):
+        free = (head - tail - 1) % cap
+        while free == 0:
+            head = ring.head()
+            free = (head - tail - 1) % cap
+        for _ in range(min(free, len(commands) - i)):
+            ring.write(int(np.int64(tail)), commands[i])
+            tail, i = (tail + 1) % cap, i + 1
+        ring.doorbell(np.int64(tail))
+
+
+def context_dma_checked_first(device, table, page_size, chain):
+    """Honest: check every page first, then translate with numpy integers."""
+    for i, (_host, vaddr, nbytes) in enumerate(chain):
+        first, last = vaddr // page_size, (vaddr + max(nbytes, 1) - 1) // page_size
+        if any(p not in table for p in range(first, last + 1)):
+            device.fault(np.int64(i))
+            return
+    out = []
+    for host, vaddr, nbytes in chain:
+        for page in range(vaddr // page_size, (vaddr + nbytes - 1) // page_size + 1):
+            lo, hi = max(vaddr, page * page_size), min(vaddr + nbytes, (page + 1) * page_size)
+            out.append((np.int64(host + lo - vaddr), table[page] + lo % page_size, hi - lo))
+    device.run(out)
+
+
+def test_honest_variants_pass(capsys):
+    lab29.check_ring(ring_in_batches)
+    lab29.check_contexts(context_dma_checked_first, time_slices)
+    assert capsys.readouterr().out.count("passed") == 2
+
+
+def test_rewriting_the_handed_ring_changes_no_count():
+    """A doorbell per command, then an attempt to reset the counts on the handed object."""
+
+    def forged(ring, commands):
+        ring_doorbell_per_command(ring, commands)
+        for name in ("doorbells", "mmio_reads", "_device"):
+            try:
+                setattr(ring, name, 0)
+            except AttributeError:
+                pass
+
+    rejects(lab29.check_ring, forged, match="One doorbell per batch")
+
+
+@pytest.mark.parametrize(
+    ("check", "answers", "match"),
+    [
+        (lab29.check_dma, (lambda *a: None, copy_ns), "list of \\(host, device, nbytes\\)"),
+        (lab29.check_dma, (dma_chain, lambda *a: "fast"), "copy_ns returned 'fast'"),
+        (lab29.check_completions, (lambda *a: 3.0, choose_policy), "return \\(latency_ns"),
+        (lab29.check_contexts, (context_dma, lambda *a: None), "a list of \\(cid, start, end\\)"),
+    ],
+)
+def test_bad_answers_get_a_clear_message(check, answers, match):
+    rejects(check, *answers, match=match)
+
+
+def test_a_bad_physical_chain_is_the_learners_error():
+    from a2s.checks.errors import StudentError
+
+    def garbage(device, table, page_size, chain):
+        device.run([(0, 10**9, 4)])
+
+    with pytest.raises(StudentError, match="outside the host buffer or device memory"):
+        lab29.check_contexts(garbage, time_slices)
+
+
+# --------------------------------------------------------------------------- the musts
+MUSTS = [
+    (
+        "29.1",
+        "the device must fetch exactly the commands you submitted, in order",
+        "test_wrong_rings_are_rejected",
+    ),
+    (
+        "29.1",
+        "never overwrite a slot the device has not fetched; leave one slot empty",
+        "test_wrong_rings_are_rejected",
+    ),
+    (
+        "29.1",
+        "one doorbell per batch: ring it only when the ring is full or everything is written",
+        "test_wrong_rings_are_rejected",
+    ),
+    ("29.1", "every doorbell must announce new work", "test_an_empty_doorbell_is_rejected"),
+    (
+        "29.1",
+        "poll `ring.head()`, never the `RING_HEAD` register (0 MMIO reads)",
+        "test_wrong_rings_are_rejected",
+    ),
+    (
+        "29.1",
+        "rewriting an attribute of `ring` changes nothing the check counts",
+        "test_rewriting_the_handed_ring_changes_no_count",
+    ),
+    ("29.1", "The producer must ring the doorbell", "test_wrong_rings_are_rejected"),
+    (
+        "29.2",
+        "Merge an element into the run before it whenever it starts where that run ends",
+        "test_wrong_dma_answers_are_rejected",
+    ),
+    (
+        "29.2",
+        "each cut into pieces of at most `max_bytes` from its start",
+        "test_wrong_dma_answers_are_rejected",
+    ),
+    (
+        "29.2",
+        "`copy_ns(nbytes, descriptors, pinned, model)` returns $t_\\text{pinned}$ or "
+        "$t_\\text{pageable}$",
+        "test_wrong_dma_answers_are_rejected",
+    ),
+    (
+        "29.2",
+        "the reference copy engine runs both chains",
+        "test_dma_calling_the_reference_is_rejected",
+    ),
+    (
+        "29.3",
+        "Return the policy with the lowest latency among those whose CPU time fits the budget",
+        "test_wrong_completion_answers_are_rejected",
+    ),
+    (
+        "29.3",
+        "the first poll at or after $T$ sees it",
+        "test_wrong_completion_answers_are_rejected",
+    ),
+    ("29.4", "at most one doorbell per step", "test_wrong_decode_steps_are_rejected"),
+    (
+        "29.4",
+        "capture and instantiate the step once, then replay it",
+        "test_wrong_decode_steps_are_rejected",
+    ),
+    (
+        "29.4",
+        "the run at least 1.5x faster than eager launches on the device's clock",
+        "test_wrong_decode_steps_are_rejected",
+    ),
+    ("29.4", "synchronize once, at the end", "test_wrong_decode_steps_are_rejected"),
+    (
+        "29.4",
+        "device memory equal to `n_steps` runs of the step",
+        "test_wrong_decode_steps_are_rejected",
+    ),
+    (
+        "29.5",
+        "the chain moves no byte (not even the descriptors before it)",
+        "test_wrong_contexts_are_rejected",
+    ),
+    ("29.5", "report the fault once", "test_wrong_contexts_are_rejected"),
+    (
+        "29.5",
+        "Translate page by page into physical descriptors",
+        "test_wrong_contexts_are_rejected",
+    ),
+    (
+        "29.5",
+        "`switch_ns` before a slice of a different context than the last one",
+        "test_wrong_contexts_are_rejected",
+    ),
+]

@@ -27,6 +27,12 @@ __all__ = ["check_ring"]
 _REF = "minitorch.driver.ring"
 
 
+def _index(v: Any) -> Any:
+    """An int or a numpy integer as an int; anything else None."""
+    ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    return int(v) if ok else None
+
+
 class RingDevice:
     """The device side of a command ring, in the grader's process. It fetches announced
     commands only while the host waits (on each poll of the head), ``speeds[i]`` at poll i."""
@@ -56,10 +62,11 @@ class RingDevice:
             self.full[self.head], self.slots[self.head] = False, None
             self.head, n = (self.head + 1) % self.capacity, n - 1
 
-    def write(self, slot: Any, command: Any) -> None:
-        if type(slot) is not int or not 0 <= slot < self.capacity:
+    def write(self, given: Any, command: Any) -> None:
+        slot = _index(given)
+        if slot is None or not 0 <= slot < self.capacity:
             self._fail(
-                f"ring.write(slot={slot!r}): the ring has slots 0..{self.capacity - 1}. The tail "
+                f"ring.write(slot={given!r}): the ring has slots 0..{self.capacity - 1}. The tail "
                 "wraps: tail = (tail + 1) % capacity."
             )
         if self.full[slot]:
@@ -71,9 +78,10 @@ class RingDevice:
         self.slots[slot], self.full[slot] = command, True
         self.written += 1
 
-    def doorbell(self, tail: Any) -> None:
-        if type(tail) is not int or not 0 <= tail < self.capacity:
-            self._fail(f"ring.doorbell({tail!r}): write the tail, a slot index 0..capacity-1.")
+    def doorbell(self, given: Any) -> None:
+        tail = _index(given)
+        if tail is None or not 0 <= tail < self.capacity:
+            self._fail(f"ring.doorbell({given!r}): write the tail, a slot index 0..capacity-1.")
         self.doorbells += 1
         new = (tail - self.announced) % self.capacity
         pending = self.occupied() - (self.announced - self.head) % self.capacity
