@@ -122,24 +122,16 @@ def _ignore_budget(nbytes: int, m: Any, budget: float) -> str:
     return min(ORDER, key=lambda k: wait_truth(k, service, m, m.irq_cpu_ns))
 
 
-def _no_setup(nbytes: int, m: Any, budget: float) -> str:
-    return choose_truth(nbytes, CostModel(**{**vars(m), "dma_setup_ns": 0.0}), budget)
-
-
 _CHOOSE_MISTAKES = (
-    Mistake(
-        "Latency alone picks polling at every size: keep only the policies whose CPU time fits "
-        "cpu_budget_ns, then take the lowest latency.",
-        answer=_ignore_budget,
-    ),
     Mistake(
         "The budget is a limit on CPU time, not a weight: filter by cpu <= budget, then the "
         "lowest latency (the least CPU when nothing fits).",
         answer=_weighted,
     ),
     Mistake(
-        "The message's service time is one DMA: dma_setup_ns + nbytes / pcie_gbps.",
-        answer=_no_setup,
+        "Latency alone picks polling at every size: keep only the policies whose CPU time fits "
+        "cpu_budget_ns, then take the lowest latency.",
+        answer=_ignore_budget,
     ),
 )
 
@@ -157,6 +149,7 @@ CHOOSE = Table(
     named=[
         ("64 B, budget 5 us: poll", (64, _M0, 5000.0)),
         ("1 MiB, budget 5 us: polling would spin 42 us", (1 << 20, _M0, 5000.0)),
+        ("128 KiB, budget 5 us: polling would spin 5.8 us", (128 << 10, _M0, 5000.0)),
         ("32 KiB, budget 2 us: poll spins 1.9 us", (32 << 10, _M0, 2000.0)),
         ("64 B, budget 500 ns: nothing fits, least CPU", (64, _M0, 500.0)),
         ("1 MiB, budget 10 ms: latency decides", (1 << 20, _M0, 1e7)),
