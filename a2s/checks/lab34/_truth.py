@@ -3,7 +3,7 @@
 * :class:`Explorer` enumerates every random choice of a verification step (the draft tokens,
   each ``coin``, each ``sample``) by depth-first replay and sums the weight of each output:
   the exact law of what a step emits, no sampling.
-* :func:`verify_rule` is the accept/reject rule (Leviathan et al. 2023, section 2.3; Chen et
+* :func:`verify_rule` is the accept/reject rule (Leviathan et al. 2023; Chen et
   al. 2023, Algorithm 2), with the wrong variants the hints of 34.1 name.
 * :func:`greedy_plain` and :func:`greedy_spec_calls` decode the target greedily, one pass per
   token, and count the passes greedy speculative decoding needs.

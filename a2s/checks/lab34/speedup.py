@@ -2,8 +2,8 @@
 
 With gamma draft tokens each accepted with probability alpha, independently, a step emits
 i + 1 tokens when the first i are accepted and the next is not, and gamma + 1 when all are:
-E = sum_{i=0}^{gamma} alpha^i = (1 - alpha^(gamma + 1)) / (1 - alpha) (Leviathan et al. 2023,
-section 3). The truth is that sum, written as a loop; alpha = 1 gives gamma + 1.
+E = sum_{i=0}^{gamma} alpha^i = (1 - alpha^(gamma + 1)) / (1 - alpha) (Leviathan et al. 2023).
+The truth is that sum, written as a loop; alpha = 1 gives gamma + 1.
 """
 
 from __future__ import annotations

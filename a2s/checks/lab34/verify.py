@@ -7,7 +7,7 @@ index drawn from the distribution ``dist``). The learner's function runs in a fo
 answers from a script and enumerates every branch (the draft tokens drawn from ``q_rows``
 too) by depth-first replay: the exact law of what one step emits, summed here. It must equal
 the law of the rule written in ``_truth`` (and then the first emitted token is distributed
-exactly as ``p_rows[0]``, the closed form of Leviathan et al. 2023, section 2.3).
+exactly as ``p_rows[0]``, the closed form of Leviathan et al. 2023).
 """
 
 from __future__ import annotations
