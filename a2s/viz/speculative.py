@@ -23,17 +23,20 @@ def plot_tokens_per_pass(
     alpha: the closed form (lines) and the mean of a measured run (markers), with the
     gamma + 1 ceiling (every draft accepted) dotted."""
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
-    ax.plot(gammas, [g + 1 for g in gammas], ":", color="0.5", lw=1.5, label="ceiling gamma + 1")
+    ax.plot(
+        gammas, [g + 1 for g in gammas], ":", color="0.5", lw=1.5, label="gamma + 1 (all accepted)"
+    )
     for i, (alpha, pred) in enumerate(predicted.items()):
         color = f"C{i}"
-        ax.plot(gammas, pred, "-", color=color, lw=2, label=f"alpha = {alpha:.2f}: predicted")
+        ax.plot(gammas, pred, "-", color=color, lw=2, label=f"alpha = {alpha:.2f}")
         if alpha in measured:
-            ax.plot(gammas, measured[alpha], "o", color=color, ms=6, label="measured")
+            label = "measured (markers)" if i == 0 else None
+            ax.plot(gammas, measured[alpha], "o", color=color, ms=6, label=label)
     ax.set_xlabel("draft tokens per pass (gamma)")
     ax.set_ylabel("tokens per target pass")
     ax.set_title(title)
     ax.set_xticks(list(gammas))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
