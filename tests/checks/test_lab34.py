@@ -342,6 +342,24 @@ def test_truths_agree_with_the_reference():
         assert _truth.tokens_per_pass(alpha, gamma) == pytest.approx(_EXPECTED(alpha, gamma))
 
 
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("check", "answer", "match"),
+    [
+        (lab34.check_verify, lambda *a: None, "list of emitted tokens"),
+        (lab34.check_verify, lambda p, q, d, coin, sample: [sample("abc")], "one row of"),
+        (lab34.check_speculative_greedy, lambda *a: ["a"] * 40, "exactly n"),
+        (lab34.check_speculative_greedy, lambda t, d, p, n, g: t("xyz"), "1-D list"),
+        (lab34.check_expected_tokens, lambda a, g: "x", "one float"),
+        (lab34.check_absorb, lambda w, c: ("a", "b"), "arrays of numbers"),
+        (lab34.check_absorb, lambda w, c: None, "the pair"),
+        (lab34.check_evict, lambda *a: None, "list of cached positions"),
+    ],
+)
+def test_bad_answers_get_a_clear_message(check, answer, match):
+    rejects(check, answer, match=match)
+
+
 # --------------------------------------------------------------------------- musts
 MUSTS = [
     (

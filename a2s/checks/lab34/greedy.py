@@ -119,7 +119,10 @@ def check_speculative_greedy(speculative_greedy: Callable[..., Any]) -> str:
         budget = greedy_spec_calls(
             lambda t: gpt_rows(model, t), lambda t: gpt_rows(small, t), prompt, n, gamma
         )
-        toks = [int(t) for t in got] if isinstance(got, (list, tuple, np.ndarray)) else None
+        try:
+            toks = [int(t) for t in got] if isinstance(got, (list, tuple, np.ndarray)) else None
+        except (TypeError, ValueError):
+            toks = None
         assert_true(
             toks is not None and len(toks) == len(prompt) + n,
             f"[{label}] return the prompt followed by exactly n = {n} new tokens "

@@ -76,7 +76,10 @@ def check_absorb(absorb: Callable[..., Any]) -> str:
         got = plain(absorb({k: v.copy() for k, v in w.items()}, cfg), what="(A, B)", case=label)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise CheckFailure(f"[{label}] return the pair (A, B).")
-        a, b = (np.asarray(x, np.float64) for x in got)
+        try:
+            a, b = (np.asarray(x, np.float64) for x in got)
+        except (TypeError, ValueError):
+            raise CheckFailure(f"[{label}] A and B must be arrays of numbers.") from None
         ta, tb = absorbed_truth(w, cfg.n_head, cfg.head_dim)
         for name, x, want in (("A", a, ta), ("B", b, tb)):
             if x.shape != want.shape:
