@@ -1,17 +1,18 @@
 """Multi-head Latent Attention (MLA): cache one low-rank latent per token, not K and V.
 
-DeepSeek-V2 (section 2.1.2, Eqs. 9-13) compresses keys and values jointly:
+DeepSeek-V2 (section 2.1.2) compresses keys and values jointly:
 
     c_KV = W_DKV h  (d_c),   k_C = W_UK c_KV,   v_C = W_UV c_KV   (n_h d_h each)
     c_Q  = W_DQ h   (d_c'),  q_C = W_UQ c_Q
 
 RoPE would sit between W_UK and the query and stop the absorption below, so positions are
-**decoupled** (section 2.1.3, Eqs. 14-19): a per-head rotary query q_R = RoPE(W_QR c_Q)
+**decoupled** (section 2.1.3): a per-head rotary query q_R = RoPE(W_QR c_Q)
 (n_h d_h^R) and one rotary key k_R = RoPE(W_KR h) (d_h^R) **shared by all heads**; head i
 scores [q_C,i; q_R,i] . [k_C,i; k_R] / sqrt(d_h + d_h^R) and u = W_O [o_1; ...; o_n_h].
 
 The cache holds only c_KV and k_R: (d_c + d_h^R) elements per token and layer, against
-2 n_h d_h for MHA, 2 n_g d_h for GQA and 2 d_h for MQA (Table 1). **Absorption**: since
+2 n_h d_h for MHA, 2 n_g d_h for GQA and 2 d_h for MQA (the paper's KV-cache comparison).
+**Absorption**: since
 q_C,i . k_C,i = (W_UK,i^T q_C,i) . c_KV, the query is mapped into the latent space and
 attends over c_KV directly; and W_O,i W_UV,i is one (d, d_c) matrix applied to the
 attention-weighted latent. :func:`mla_absorbed` computes from (c_KV, k_R) only and
@@ -24,7 +25,7 @@ equals :func:`mla_naive` to float64 rounding.
 
 Lab: 34_speculative_decoding
 Paper: DeepSeek-AI, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts
-Language Model", arXiv:2405.04434, section 2.1 (Eqs. 9-19, Table 1)
+Language Model", arXiv:2405.04434, section 2.1 (equation and table numbers left out: not checked)
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def _mask(tq: int, tk: int) -> np.ndarray:
 
 
 def mla_naive(h: np.ndarray, w: dict[str, np.ndarray], cfg: MLAConfig) -> np.ndarray:
-    """Causal MLA over h (T, d) with K and V materialised per head (Eqs. 9-19)."""
+    """Causal MLA over h (T, d) with K and V materialised per head (section 2.1)."""
     t, nh, dh = h.shape[0], cfg.n_head, cfg.head_dim
     pos = np.arange(t)
     c_kv, k_r = mla_cache(h, w, cfg)
@@ -154,7 +155,7 @@ def mla_absorbed(
 def kv_elements_per_token(
     kind: str, n_head: int, head_dim: int, n_group: int = 1, d_c: int = 0, rope_dim: int = 0
 ) -> int:
-    """KV cache elements per token per layer (DeepSeek-V2 Table 1)."""
+    """KV cache elements per token per layer (DeepSeek-V2's KV-cache comparison, section 2.1)."""
     table = {
         "mha": 2 * n_head * head_dim,
         "gqa": 2 * n_group * head_dim,

@@ -9,13 +9,13 @@ token is drawn from p_{gamma+1}. Each emitted token is then distributed exactly 
     P(out = x) = q(x) min(1, p(x)/q(x)) + (1 - beta) norm(max(0, p - q))(x) = p(x),
 
 with beta = sum_x min(p(x), q(x)) = 1 - D_TV(p, q) the acceptance probability (Leviathan
-et al. section 3.3: Definition 3.1, Theorem 3.5, Corollary 3.6; alpha = E[beta]). With
-i.i.d. acceptances of rate alpha a target pass yields on average (Eq. 1)
+et al. 2023; alpha = E[beta]). With
+i.i.d. acceptances of rate alpha a target pass yields on average
 
     E[tokens per target pass] = (1 - alpha^(gamma + 1)) / (1 - alpha),
 
 and with c = (draft cost) / (target cost) the expected walltime improvement is
-(1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)) (Theorem 3.8). The greedy variant
+(1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)). The greedy variant
 accepts while the draft token equals the target's argmax and emits the argmax at the
 first mismatch: its output is exactly plain greedy decoding of the target.
 
@@ -28,7 +28,7 @@ tiny GPT.
 
 Lab: 34_speculative_decoding
 Paper: Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative
-Decoding", ICML 2023 (Eq. 1, Def. 3.1, Thm. 3.5/Cor. 3.6, Thm. 3.8); Chen et al.,
+Decoding", ICML 2023 (equation numbers left out: not checked against the paper); Chen et al.,
 "Accelerating Large Language Model Decoding with Speculative Sampling", 2023
 """
 
@@ -67,7 +67,7 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 
 
 def acceptance_rate(p: np.ndarray, q: np.ndarray) -> float:
-    """beta = sum_x min(p(x), q(x)) = 1 - D_TV(p, q) (Leviathan et al., Cor. 3.6)."""
+    """beta = sum_x min(p(x), q(x)) = 1 - D_TV(p, q) (Leviathan et al.)."""
     return float(np.minimum(p, q).sum())
 
 
@@ -87,14 +87,14 @@ def step_distribution(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:
-    """Tokens per target pass, (1 - alpha^(gamma+1)) / (1 - alpha) (Eq. 1)."""
+    """Tokens per target pass, (1 - alpha^(gamma+1)) / (1 - alpha) (Leviathan et al.)."""
     if alpha >= 1.0:
         return float(gamma + 1)
     return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
 
 
 def walltime_factor(alpha: float, gamma: int, c: float) -> float:
-    """Expected walltime improvement (Theorem 3.8): E[tokens] / (gamma c + 1)."""
+    """Expected walltime improvement (Leviathan et al.): E[tokens] / (gamma c + 1)."""
     return expected_tokens(alpha, gamma) / (gamma * c + 1.0)
 
 

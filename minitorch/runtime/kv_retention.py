@@ -13,7 +13,7 @@ a token once evicted never returns, so K(n + 1) is a subset of K(n) plus {n}:
 
 The K/V bytes of a model are |K(n)| * 2 n_layer n_kv_head head_dim itemsize, so a bounded
 policy bounds memory by (s + m + w) * 2 n_layer n_kv_head head_dim itemsize however long
-the stream. StreamingLLM assigns positions **within the cache** (section 3.2): the kept
+the stream. StreamingLLM assigns positions **within the cache**: the kept
 tokens are numbered 0..|K|-1 in order and RoPE is applied to the cached (un-rotated) keys
 at those positions at every step. :class:`RetentionCache` stores K/V in lab 18's
 ``PagedKVCache`` at token granularity (blocks of one slot): an evicted token's slot goes

@@ -3,7 +3,7 @@
 Each new token runs through the model once (incremental decoding); in every layer its
 un-rotated key and its value go into a :class:`~minitorch.runtime.kv_retention.
 RetentionCache`, and its query attends only to the kept tokens K(n). Positions are either
-**within the cache** (StreamingLLM, section 3.2: kept token j of |K| gets position j, the
+**within the cache** (StreamingLLM: kept token j of |K| gets position j, the
 query |K| - 1, RoPE applied at every step) or **absolute** (the original index: past the
 trained ``block_size`` RoPE then extrapolates). With the full policy and absolute
 positions this equals the model's own forward exactly (a test checks it).

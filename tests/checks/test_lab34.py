@@ -1,0 +1,429 @@
+"""Graders of lab 34: right answers pass; realistic wrong answers, budget breakers and
+reference calls fail with the hint of their mistake."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from a2s.checks import lab34
+from a2s.checks.core import ReferenceCalledError
+from a2s.checks.lab34 import _truth
+from a2s.notebook import exercises
+from minitorch.model import mla, speculative
+from tests.helpers.graders import rejects, unblocked_in
+
+unblocked = unblocked_in("minitorch.model")
+_SPEC = unblocked(speculative.speculative_generate)
+_EXPECTED = unblocked(speculative.expected_tokens)
+NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "34_speculative_decoding.ipynb"
+
+
+# --------------------------------------------------------------------------- answers
+def verify(p_rows, q_rows, draft, coin, sample, bug=""):
+    out = []
+    for i, x in enumerate(draft):
+        p, q = np.asarray(p_rows[i]), np.asarray(q_rows[i])
+        ratio = p[x] / q[x]
+        if coin(ratio if bug == "unclipped" else min(1.0, ratio)):
+            out.append(int(x))
+            continue
+        r = np.maximum(p - q, 0.0)
+        out.append(sample(r if bug == "unnormalised" else r / r.sum()))
+        return out
+    out.append(sample(p_rows[len(draft)]))
+    return out
+
+
+def speculative_greedy(target, draft, prompt, n, gamma, bug=""):
+    toks, goal = list(prompt), len(prompt) + n
+    while len(toks) < goal:
+        g = min(gamma, goal - len(toks) - 1)
+        ctx = list(toks)
+        for _ in range(g):
+            ctx.append(int(np.argmax(draft(ctx)[-1])))
+        if bug == "one pass per position":
+            best = [int(np.argmax(target(ctx[: len(toks) + i])[-1])) for i in range(g + 1)]
+        else:
+            best = np.argmax(target(ctx)[-(g + 1) :], axis=-1)
+        k = 0
+        while k < g and ctx[len(toks) + k] == best[k]:
+            k += 1
+        fix = ctx[len(toks) + k] if bug == "draft token kept" and k < g else int(best[k])
+        toks += [*ctx[len(toks) : len(toks) + k], fix]
+    return toks[:goal]
+
+
+def plain_greedy(target, draft, prompt, n, gamma):
+    toks = list(prompt)
+    for _ in range(n):
+        toks.append(int(np.argmax(target(toks)[-1])))
+    return toks
+
+
+def absorb(w, cfg):
+    h, dh = cfg.n_head, cfg.head_dim
+    uk, uq = w["W_UK"].reshape(h, dh, -1), w["W_UQ"].reshape(h, dh, -1)
+    uv, wo = w["W_UV"].reshape(h, dh, -1), w["W_O"].reshape(-1, h, dh)
+    return np.einsum("hkc,hkq->hcq", uk, uq), np.einsum("dhk,hkc->hdc", wo, uv)
+
+
+def absorb_loop(w, cfg):
+    a, b = [], []
+    for i in range(cfg.n_head):
+        rows = slice(i * cfg.head_dim, (i + 1) * cfg.head_dim)
+        a.append(w["W_UK"][rows].T @ w["W_UQ"][rows])
+        b.append(w["W_O"][:, rows] @ w["W_UV"][rows])
+    return np.array(a), np.array(b)
+
+
+def evict(kept, mass, budget, sinks, recent, bug=""):
+    need = len(kept) - budget
+    if need <= 0:
+        return []
+    newest = set(kept[-recent:]) if recent else set()
+    if bug == "window":
+        return [p for p in kept if p >= sinks and p not in newest][:need]
+    cands = sorted(
+        (m, p) for p, m in zip(kept, mass, strict=True) if p >= sinks and p not in newest
+    )
+    if bug == "keep nothing":
+        return [p for _, p in cands]
+    if bug == "evict sinks":
+        cands = sorted((m, p) for p, m in zip(kept, mass, strict=True) if p not in newest)
+    return [p for _, p in cands[:need]]
+
+
+# --------------------------------------------------------------------------- 34.1
+def test_verify_passes(capsys):
+    lab34.check_verify(verify)
+    assert "✔ Exercise 34.1 passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("variant", "match"),
+    [
+        ("from p", "not from p"),
+        ("q - p", "draft's excess"),
+        ("no bonus", "bonus|one more token"),
+        ("no stop", "first rejection"),
+    ],
+)
+def test_verify_rejects_wrong_rules(variant, match):
+    rejects(lab34.check_verify, lambda *a: _truth_variant(variant, *a), match=match)
+
+
+def _truth_variant(variant, p, q, d, coin, sample):
+    out = []
+    for i, x in enumerate(d):
+        if coin(min(1.0, p[i][x] / q[i][x])):
+            out.append(int(x))
+            continue
+        r = np.maximum(q[i] - p[i], 0.0) if variant == "q - p" else np.maximum(p[i] - q[i], 0.0)
+        out.append(sample(p[i] if variant == "from p" else r / r.sum() if r.sum() else p[i]))
+        if variant != "no stop":
+            return out
+    if variant != "no bonus":
+        out.append(sample(p[len(d)]))
+    return out
+
+
+def test_verify_rejects_an_unclipped_ratio_and_an_unnormalised_residual():
+    rejects(lab34.check_verify, lambda *a: verify(*a, bug="unclipped"), match=r"min\(1")
+    rejects(lab34.check_verify, lambda *a: verify(*a, bug="unnormalised"), match="normalise")
+
+
+def test_verify_rejects_a_step_that_only_samples_p():
+    rejects(lab34.check_verify, lambda p, q, d, coin, sample: [sample(p[0])], match="not the rule")
+
+
+def test_verify_rejects_its_own_randomness():
+    gen = np.random.default_rng(0)
+
+    def own_rng(p, q, d, coin, sample):
+        out = []
+        for i, x in enumerate(d):
+            if gen.random() < min(1.0, p[i][x] / q[i][x]):
+                out.append(int(x))
+                continue
+            r = np.maximum(p[i] - q[i], 0.0)
+            return [*out, int(gen.choice(len(r), p=r / r.sum()))]
+        return [*out, int(gen.choice(len(p[-1]), p=p[-1]))]
+
+    rejects(lab34.check_verify, own_rng, match="not the rule|coin")
+
+
+def test_verify_rejects_the_reference():
+    def ref(p, q, d, coin, sample):
+        return speculative.verify(p, q, d, np.random.default_rng(0))[0]
+
+    rejects(lab34.check_verify, ref, match="reference", error=ReferenceCalledError)
+
+
+def test_verify_rejects_a_forged_request():
+    from a2s.checks.harness import request
+
+    def forge(p, q, d, coin, sample):
+        request("next")
+        return verify(p, q, d, coin, sample)
+
+    rejects(lab34.check_verify, forge, match="new step began")
+
+
+# --------------------------------------------------------------------------- 34.2
+def test_speculative_greedy_passes(capsys):
+    lab34.check_speculative_greedy(speculative_greedy)
+    lab34.check_speculative_greedy(
+        lambda t, d, p, n, g: _SPEC(t, d, p, n, gamma=g, greedy=True).tokens.tolist()
+    )
+    assert capsys.readouterr().out.count("✔ Exercise 34.2 passed") == 2
+
+
+def test_speculative_greedy_rejects_plain_decoding_over_the_budget():
+    rejects(lab34.check_speculative_greedy, plain_greedy, match="one pass per token")
+
+
+def test_speculative_greedy_rejects_one_pass_per_verified_position():
+    rejects(
+        lab34.check_speculative_greedy,
+        lambda *a: speculative_greedy(*a, bug="one pass per position"),
+        match="target passes, more than",
+    )
+
+
+def test_speculative_greedy_rejects_a_kept_draft_token():
+    rejects(
+        lab34.check_speculative_greedy,
+        lambda *a: speculative_greedy(*a, bug="draft token kept"),
+        match="differs from greedy",
+    )
+
+
+def test_speculative_greedy_rejects_a_context_past_the_block():
+    rejects(
+        lab34.check_speculative_greedy,
+        lambda t, d, p, n, g: t(list(p) * 10),
+        match="1 to 32 long",
+    )
+
+
+def test_speculative_greedy_rejects_the_reference_and_a_local_target():
+    def ref(t, d, p, n, g):
+        return speculative.speculative_generate(t, d, p, n, g, greedy=True).tokens.tolist()
+
+    def local(t, d, p, n, g):
+        from minitorch.model.checkpoint import load_pretrained
+
+        load_pretrained()
+        return plain_greedy(t, d, p, n, g)
+
+    rejects(lab34.check_speculative_greedy, ref, match="reference", error=ReferenceCalledError)
+    rejects(lab34.check_speculative_greedy, local, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 34.3
+def test_expected_tokens_passes(capsys):
+    lab34.check_expected_tokens(lambda a, g: (1 - a ** (g + 1)) / (1 - a) if a < 1 else g + 1.0)
+    lab34.check_expected_tokens(lambda a, g: sum(a**i for i in range(g + 1)))
+    lab34.check_expected_tokens(_EXPECTED)
+    assert capsys.readouterr().out.count("✔ Exercise 34.3 passed") == 3
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda a, g: (1 - a**g) / (1 - a) if a < 1 else float(g), "bonus"),
+        (lambda a, g: 1 + g * a, "first rejection"),
+        (lambda a, g: sum(a**i for i in range(1, g + 1)), "E - 1"),
+    ],
+)
+def test_expected_tokens_rejects_wrong_formulas(wrong, match):
+    rejects(lab34.check_expected_tokens, wrong, match=match)
+
+
+def test_expected_tokens_rejects_the_reference():
+    rejects(
+        lab34.check_expected_tokens,
+        speculative.expected_tokens,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 34.4
+def test_absorb_passes(capsys):
+    lab34.check_absorb(absorb)
+    lab34.check_absorb(absorb_loop)
+    assert capsys.readouterr().out.count("✔ Exercise 34.4 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("wrong", "match"),
+    [
+        (lambda w, c: (absorb(w, c)[0].transpose(0, 2, 1), absorb(w, c)[1]), "shape|transpose"),
+        (lambda w, c: (absorb(w, c)[0], absorb(w, c)[1] * 1.1), "A is right"),
+        (lambda w, c: (absorb(w, c)[0].sum(0), absorb(w, c)[1]), "one matrix per head"),
+        (lambda w, c: (absorb(w, c)[0][::-1], absorb(w, c)[1]), "W_UK,i"),
+    ],
+)
+def test_absorb_rejects_wrong_matrices(wrong, match):
+    rejects(lab34.check_absorb, wrong, match=match)
+
+
+def test_absorb_rejects_the_square_transpose():
+    def square_t(w, c):
+        a, b = absorb(w, c)
+        return (a.transpose(0, 2, 1) if a.shape[1] == a.shape[2] else a), b
+
+    rejects(lab34.check_absorb, square_t, match="not its transpose")
+
+
+def test_absorb_rejects_the_reference():
+    def ref(w, c):
+        mla.init_mla(c)
+        return absorb(w, c)
+
+    rejects(lab34.check_absorb, ref, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 34.5
+def test_evict_passes(capsys):
+    lab34.check_evict(evict)
+    lab34.check_evict(lambda *a: _truth.evictions(*a) if False else evict(*a))
+    assert capsys.readouterr().out.count("✔ Exercise 34.5 passed") == 2
+
+
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("window", "not by age"),
+        ("evict sinks", "sinks"),
+        ("keep nothing", "Evict only when|len\\(kept\\) - budget"),
+    ],
+)
+def test_evict_rejects_wrong_policies(bug, match):
+    rejects(lab34.check_evict, lambda *a: evict(*a, bug=bug), match=match)
+
+
+def test_evict_rejects_a_cache_over_budget():
+    rejects(lab34.check_evict, lambda *a: [], match="the rule evicts")
+
+
+def test_evict_rejects_evicting_the_recent_window():
+    def recent(kept, mass, budget, sinks, recent):
+        need = len(kept) - budget
+        cands = sorted((m, p) for p, m in zip(kept, mass, strict=True) if p >= sinks)
+        return [p for _, p in cands[: max(need, 0)]]
+
+    rejects(lab34.check_evict, recent, match="recent|the rule evicts")
+
+
+def test_evict_rejects_the_reference():
+    from minitorch.runtime import kv_retention
+
+    def ref(kept, mass, budget, sinks, recent):
+        kv_retention.sinks(sinks, recent).kept(kept)
+        return evict(kept, mass, budget, sinks, recent)
+
+    rejects(lab34.check_evict, ref, match="reference", error=ReferenceCalledError)
+
+
+def test_truths_agree_with_the_reference():
+    cfg = mla.MLAConfig()
+    w = mla.init_mla(cfg, seed=1)
+    h = np.random.default_rng(0).standard_normal((6, cfg.d_model))
+    got = _truth.mla_naive_loop(h, w, cfg.n_head, cfg.head_dim, cfg.rope_dim)
+    assert np.allclose(got, mla.mla_naive(h, w, cfg), atol=1e-12)
+    for alpha, gamma in ((0.3, 2), (0.9, 7), (1.0, 3)):
+        assert _truth.tokens_per_pass(alpha, gamma) == pytest.approx(_EXPECTED(alpha, gamma))
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("check", "answer", "match"),
+    [
+        (lab34.check_verify, lambda *a: None, "list of emitted tokens"),
+        (lab34.check_verify, lambda p, q, d, coin, sample: [sample("abc")], "one row of"),
+        (lab34.check_speculative_greedy, lambda *a: ["a"] * 40, "exactly n"),
+        (lab34.check_speculative_greedy, lambda t, d, p, n, g: t("xyz"), "1-D list"),
+        (lab34.check_expected_tokens, lambda a, g: "x", "one float"),
+        (lab34.check_absorb, lambda w, c: ("a", "b"), "arrays of numbers"),
+        (lab34.check_absorb, lambda w, c: None, "the pair"),
+        (lab34.check_evict, lambda *a: None, "list of cached positions"),
+    ],
+)
+def test_bad_answers_get_a_clear_message(check, answer, match):
+    rejects(check, answer, match=match)
+
+
+# --------------------------------------------------------------------------- musts
+MUSTS = [
+    (
+        "34.1",
+        "make every random choice through `coin` and `sample`",
+        "test_verify_rejects_its_own_randomness",
+    ),
+    (
+        "34.1",
+        "the law of what your step emits must equal the rule's",
+        "test_verify_rejects_wrong_rules",
+    ),
+    (
+        "34.1",
+        "accept $x_i$ with probability $\\min(1, p_i(x_i) / q_i(x_i))$",
+        "test_verify_rejects_an_unclipped_ratio_and_an_unnormalised_residual",
+    ),
+    ("34.1", "only the grader starts a step", "test_verify_rejects_a_forged_request"),
+    ("34.1", "nor the `minitorch` reference", "test_verify_rejects_the_reference"),
+    (
+        "34.2",
+        "must equal plain greedy decoding of the target",
+        "test_speculative_greedy_rejects_a_kept_draft_token",
+    ),
+    (
+        "34.2",
+        "**one** target pass scores all $g + 1$ positions",
+        "test_speculative_greedy_rejects_one_pass_per_verified_position",
+    ),
+    (
+        "34.2",
+        "no more target passes than greedy speculative decoding needs",
+        "test_speculative_greedy_rejects_plain_decoding_over_the_budget",
+    ),
+    ("34.2", "at most 32 tokens", "test_speculative_greedy_rejects_a_context_past_the_block"),
+    (
+        "34.2",
+        "the target runs only in the grader",
+        "test_speculative_greedy_rejects_the_reference_and_a_local_target",
+    ),
+    ("34.3", "predict", "test_expected_tokens_rejects_wrong_formulas"),
+    ("34.4", "one matrix per head", "test_absorb_rejects_wrong_matrices"),
+    ("34.4", "the check runs the attention itself", "test_absorb_rejects_the_square_transpose"),
+    (
+        "34.5",
+        "never evict a sink or one of the `recent` newest",
+        "test_evict_rejects_wrong_policies",
+    ),
+    (
+        "34.5",
+        "the cache may never hold more than `budget` tokens",
+        "test_evict_rejects_a_cache_over_budget",
+    ),
+    ("34.5", "the least accumulated attention mass", "test_evict_rejects_wrong_policies"),
+]
+
+
+def test_every_must_of_the_prose_has_a_failing_test():
+    """As tests/checks/test_attack_coverage.py does for labs 05-28."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    squash = lambda s: re.sub(r"\s+", " ", s).strip().lower()  # noqa: E731
+    prose = squash(" ".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+    ids = {ex.id for ex in exercises(nb)}
+    problems = [f"{e}: {p!r} not in the prose" for e, p, _ in MUSTS if squash(p) not in prose]
+    problems += [f"{e}: no test {t}" for e, _, t in MUSTS if t not in globals()]
+    problems += [f"{ex}: no row" for ex in sorted(ids - {e for e, _, _ in MUSTS})]
+    assert not problems, "; ".join(problems)
