@@ -217,9 +217,61 @@ def _via_initializer(x):
         return pool.submit(int, x).result()
 
 
+def _via_low_level_thread(x):  # no Thread object, no Python frame below the truth
+    import _thread
+    import time
+    from itertools import chain
+
+    from a2s.checks import guard
+
+    box: list = []
+    refused = len(guard._CALLS)
+    calls = map(lab00._counted_flops, [x], [x], [x])  # called from C: the truth has no caller
+    _thread.start_new_thread(box.extend, (chain(calls, ["done"]),))
+    for _ in range(2000):  # until the thread's call returned or was refused
+        if box or len(guard._CALLS) > refused:
+            break
+        time.sleep(0.001)
+    if box:
+        return box[0]
+    raise RuntimeError("no value")
+
+
+def _via_forged_record(x):  # writes "made by the grader" for its own thread
+    import threading
+
+    from a2s.checks import truth_threads
+
+    thread = threading.Thread(target=lab00._counted_flops, args=(x, x, x))
+    truth_threads._KEEP.send((thread, None))
+    thread.start()
+    thread.join()
+    raise RuntimeError("no value")
+
+
+def _via_recording_off(x):  # turns the record off, then starts a thread
+    from a2s.checks import truth_threads
+
+    truth_threads.stop()
+    try:
+        return _on_thread(lab00._counted_flops, x, x, x)
+    finally:
+        truth_threads._OFF[0] = False
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize(
-    "cheat", [_via_pool, _via_thread, _via_timer, _via_nested, _via_initializer]
+    "cheat",
+    [
+        _via_pool,
+        _via_thread,
+        _via_timer,
+        _via_nested,
+        _via_initializer,
+        _via_low_level_thread,
+        _via_forged_record,
+        _via_recording_off,
+    ],
 )
 def test_a_truth_handed_to_a_thread_is_still_the_learners_call(cheat) -> None:
     with pytest.raises(ReferenceCalledError, match=r"lab00\._counted_flops"):
