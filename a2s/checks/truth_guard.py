@@ -17,6 +17,7 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from a2s.checks.guard import _stub, reference_called
+from a2s.checks.truth_threads import UNKNOWN, install, made_by
 
 __all__ = ["TRUTH_MODULES", "handout", "truth_blocked"]
 
@@ -85,39 +86,56 @@ def _trusted_file(filename: str) -> int:
 
 
 def _through(name: str, shadow: Any, key: int, owner: int) -> Any:
-    """The original of a grader function, unless the student's code is the one calling it.
-
-    Walks down from the caller: a grader module's frame (the grader, or a handed-out object
-    it defines) lets the call through; the student's frame (a notebook cell, any file outside
-    the course and its libraries) raises, unless the function or its class was handed to
-    the running guarded call as an argument or marked with :func:`handout`.
-    """
+    """The original of a grader function, unless the student's code is the one calling it
+    (and the function or its class was not handed out: :func:`handout`, or an argument)."""
     if key in _HANDOUTS or owner in _HANDOUTS:
         return shadow
-    frame: types.FrameType | None = sys._getframe(2)  # the stub's caller
+    try:
+        caller: types.FrameType | None = sys._getframe(2)  # the stub's caller
+    except ValueError:  # none: called from C at the bottom of a thread
+        caller = None
+    handed = _origin(caller)
+    if handed is None or key in handed or owner in handed:
+        return shadow
+    reference_called(name)
+
+
+def _origin(frame: types.FrameType | None) -> frozenset[int] | None:
+    """Whose call this is: None, the grader's; else the student's, with the ids of what its
+    guarded call handed it.
+
+    Walks down: a grader module's frame (the grader, or a handed-out object it defines) is
+    the grader's; the student's frame (a notebook cell, any file outside the course and its
+    libraries) the student's. A thread's bottom, or a thread pool work item's ``run``, goes
+    on with what the walk said where that Thread or work item was made
+    (:mod:`a2s.checks.truth_threads`); the main thread's bottom is the grader's, another
+    thread's with no record the student's.
+    """
     while frame is not None:
         g = frame.f_globals
         module = g.get("__name__") or ""
         real = sys.modules.get(module)
         genuine = real is not None and getattr(real, "__dict__", None) is g
         if genuine and _grader_module(module):
-            return shadow
+            return None
         if not genuine or module == "__main__" or not _trusted_file(frame.f_code.co_filename):
             break
+        made = made_by(frame)
+        if made is not UNKNOWN:
+            return made  # type: ignore[no-any-return]
         frame = frame.f_back
-    else:
-        return shadow
+    else:  # the bottom of the main thread is the grader's; of a thread with no record, not
+        return None if threading.current_thread() is threading.main_thread() else frozenset()
     guard: types.FrameType | None = frame
     while guard is not None:  # the guarded call the student's code runs in: its arguments
         if guard.f_code.co_name == "__call__" and guard.f_globals.get("__name__") == _CORE:
-            handed = _handed(
-                (*guard.f_locals.get("args", ()), *guard.f_locals.get("kwargs", {}).values())
-            )
-            if key in handed or owner in handed:
-                return shadow
-            break
+            given = (*guard.f_locals.get("args", ()), *guard.f_locals.get("kwargs", {}).values())
+            return frozenset(_handed(given))
+        made = made_by(guard)  # on a thread the student started: what its maker was handed
+        if made is not UNKNOWN:
+            return made or frozenset()  # type: ignore[no-any-return]
         guard = guard.f_back
-    reference_called(name)
+    return frozenset()
 
 
 _CORE = "a2s.checks.core"
@@ -270,3 +288,5 @@ class truth_blocked:
 
 
 _KEEP.send((truth_blocked.__enter__.__code__, truth_blocked.__exit__.__code__))
+
+install(_origin)  # every Thread and thread pool work item made from now on

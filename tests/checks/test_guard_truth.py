@@ -159,3 +159,154 @@ def test_a_grader_function_named_like_the_stub_is_blocked_too() -> None:
     with pytest.raises(ReferenceCalledError, match=r"positions\._truth"):
         guarded(cheat, "09.3", ())(x)
     assert positions._truth.__code__.co_name == "_truth"  # restored, callable outside
+
+
+def _on_thread(fn, *args):  # the learner's own helper: runs fn on a Thread, returns its value
+    import threading
+
+    box: list = []
+    thread = threading.Thread(target=lambda: box.append(fn(*args)))
+    thread.start()
+    thread.join()
+    return box[0]
+
+
+def _via_pool(x):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lab00._counted_flops, x, x, x).result()
+
+
+def _via_thread(x):
+    import threading
+
+    thread = threading.Thread(target=lab00._counted_flops, args=(x, x, x))
+    thread.start()
+    thread.join()
+    raise RuntimeError("no value")  # a Thread returns nothing: the truth's raise counts
+
+
+def _via_timer(x):
+    import threading
+
+    timer = threading.Timer(0.0, lab00._counted_flops, args=(x, x, x))
+    timer.start()
+    timer.join()
+    raise RuntimeError("no value")
+
+
+def _via_nested(x):  # a pool's worker submits to a pool; a Thread submits to a pool
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as inner, ThreadPoolExecutor(1) as outer:
+        future = outer.submit(inner.submit, lab00._counted_flops, x, x, x).result()
+        if future.exception() is None:
+            return future.result()
+        thread = threading.Thread(target=inner.submit, args=(lab00._counted_flops, x, x, x))
+        thread.start()
+        thread.join()
+    raise RuntimeError("no value")
+
+
+def _via_initializer(x):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, initializer=lab00._counted_flops, initargs=(x, x, x)) as pool:
+        return pool.submit(int, x).result()
+
+
+def _via_low_level_thread(x):  # no Thread object, no Python frame below the truth
+    import _thread
+    import time
+    from itertools import chain
+
+    from a2s.checks import guard
+
+    box: list = []
+    refused = len(guard._CALLS)
+    calls = map(lab00._counted_flops, [x], [x], [x])  # called from C: the truth has no caller
+    _thread.start_new_thread(box.extend, (chain(calls, ["done"]),))
+    for _ in range(2000):  # until the thread's call returned or was refused
+        if box or len(guard._CALLS) > refused:
+            break
+        time.sleep(0.001)
+    if box:
+        return box[0]
+    raise RuntimeError("no value")
+
+
+def _via_forged_record(x):  # writes "made by the grader" for its own thread
+    import threading
+
+    from a2s.checks import truth_threads
+
+    thread = threading.Thread(target=lab00._counted_flops, args=(x, x, x))
+    truth_threads._KEEP.send((thread, None))
+    thread.start()
+    thread.join()
+    raise RuntimeError("no value")
+
+
+def _via_recording_off(x):  # turns the record off, then starts a thread
+    from a2s.checks import truth_threads
+
+    truth_threads.stop()
+    try:
+        return _on_thread(lab00._counted_flops, x, x, x)
+    finally:
+        truth_threads._OFF[0] = False
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize(
+    "cheat",
+    [
+        _via_pool,
+        _via_thread,
+        _via_timer,
+        _via_nested,
+        _via_initializer,
+        _via_low_level_thread,
+        _via_forged_record,
+        _via_recording_off,
+    ],
+)
+def test_a_truth_handed_to_a_thread_is_still_the_learners_call(cheat) -> None:
+    with pytest.raises(ReferenceCalledError, match=r"lab00\._counted_flops"):
+        guarded(cheat, "00.1", ())(2)
+    assert lab00._counted_flops(2, 3, 4) == 48  # restored, callable outside
+
+
+def test_threads_of_the_grader_and_honest_threads_pass() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    module = types.ModuleType("a2s.checks.lab99")
+    sys.modules[module.__name__] = module
+    try:
+        exec(
+            "import threading\n"
+            "from concurrent.futures import ThreadPoolExecutor\n"
+            "def _secret(i):\n"
+            "    return i + 1\n"
+            "def pooled(i):\n"
+            "    with ThreadPoolExecutor(2) as pool:\n"
+            "        return pool.submit(_secret, i).result()\n"
+            "def threaded(i):\n"
+            "    box = []\n"
+            "    t = threading.Thread(target=lambda: box.append(_secret(i)))\n"
+            "    t.start(); t.join()\n"
+            "    return box[0]\n",
+            module.__dict__,
+        )
+
+        def student(pooled, threaded):  # the grader's handouts use threads; so may the student
+            with ThreadPoolExecutor(2) as pool:
+                mine = pool.submit(lambda i: i * 10, 4).result()
+                handed = pool.submit(pooled, 1).result()
+            return mine + handed + threaded(2) + _on_thread(threaded, 3) + _on_thread(abs, -5)
+
+        assert guarded(student, "99.1", ())(module.pooled, module.threaded) == 40 + 2 + 3 + 4 + 5
+    finally:
+        del sys.modules[module.__name__]

@@ -104,8 +104,6 @@ STEPS = Table(
     blocks=(
         "minitorch.runtime.engine:Engine",
         "minitorch.runtime.scheduler:Scheduler",
-        "a2s.checks.lab19.predict:_static",
-        "a2s.checks.lab19.predict:_continuous",
     ),
 )
 def check_predict_steps(predict_steps: Callable[..., Any]) -> str:

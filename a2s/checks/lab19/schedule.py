@@ -153,12 +153,9 @@ def _step_cases(f: np.random.Generator) -> list[tuple[str, tuple]]:
     return cases
 
 
-_TRUTH = "a2s.checks.lab19.schedule"
-
-
 @grader(
     "19.1",
-    blocks=(f"{_SCHED}:plan_step", f"{_SCHED}:Scheduler", f"{_TRUTH}:_plan"),
+    blocks=(f"{_SCHED}:plan_step", f"{_SCHED}:Scheduler"),
     hand="property",
 )
 def check_schedule_step(plan_step: Callable[..., Any]) -> str:
@@ -236,7 +233,7 @@ _PREEMPT_MISTAKES = (
 
 @grader(
     "19.2",
-    blocks=(f"{_SCHED}:plan_preemption", f"{_SCHED}:Scheduler", f"{_TRUTH}:_preempt"),
+    blocks=(f"{_SCHED}:plan_preemption", f"{_SCHED}:Scheduler"),
     hand="property",
 )
 def check_preemption(plan_preemption: Callable[..., Any]) -> str:

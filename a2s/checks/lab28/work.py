@@ -54,8 +54,6 @@ def _hint(key: str, got: int, reqs: list[Any], result: Any) -> str:
         "minitorch.runtime.quant_serving:work_counts",
         "minitorch.runtime.quant_serving:baseline_work",
         "minitorch.runtime.quant_serving:served_work",
-        "a2s.checks.lab28._truth:no_cache_work",
-        "a2s.checks.lab28.work:_truth",
     ),
     hand="parts",
 )
