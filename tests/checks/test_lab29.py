@@ -557,7 +557,7 @@ def slices_switch_always(work, timeslice_ns, switch_ns):
         (dma_start_page_only, time_slices, "page by page"),
         (dma_as_it_goes, time_slices, "nothing is copied"),
         (dma_unchecked, time_slices, "moved \\d+ B of a chain that faults"),
-        (dma_fault_without_index, time_slices, "index of the first descriptor"),
+        (dma_fault_without_index, time_slices, "of the first descriptor outside"),
         (context_dma, slices_no_switch, "costs switch_ns"),
         (context_dma, slices_whole_commands, "in the middle of a command"),
         (context_dma, slices_switch_always, "round robin gives"),
