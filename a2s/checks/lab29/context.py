@@ -124,6 +124,12 @@ def _cases(g: np.random.Generator, new: np.random.Generator) -> list[tuple]:
             [(0, 3 * _PAGE + 8, 64), (0, _PAGE + 200, 2 * _PAGE)],
             1,
         ),
+        (
+            "two bad descriptors: the fault names the first, once",
+            t,
+            [(0, _PAGE, 8), (0, 6 * _PAGE, 8), (0, 0, 8)],
+            1,
+        ),
     ]
     for label, gen in (("random chain", g), (fresh("random chain"), new)):
         pages = int(gen.integers(2, 6))

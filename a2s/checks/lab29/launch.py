@@ -177,7 +177,9 @@ def check_graph_replay(decode_steps: Callable[..., Any]) -> str:
                 "order, with their own grid, block and arguments."
             )
         given = [Launch(k, tuple(g), tuple(b), tuple(a)) for k, g, b, a in step] * n_steps
-        odd = next((i for i, (x, y) in enumerate(zip(dev.ran, given, strict=False)) if x != y), None)
+        odd = next(
+            (i for i, (x, y) in enumerate(zip(dev.ran, given, strict=False)) if x != y), None
+        )
         assert_true(
             odd is None,
             f"[{label}] kernel {odd} sent to the device was {dev.ran[odd or 0]}, the step has "
