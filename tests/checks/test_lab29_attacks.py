@@ -294,6 +294,29 @@ def ring_eq_commands(ring, commands):
     submit_all(ring, [always_equal(0) for _ in commands])
 
 
+def forge_answer(value=None):
+    """Writes the harness's signed answer itself, with the key found in the child's main frame."""
+    import hmac
+    import os
+
+    from a2s.checks.harness.codec import encode
+    from a2s.checks.harness.wire import _write
+
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            if frame.f_code.co_name == "_child_main":
+                key, wfd = frame.f_locals["key"], frame.f_locals["wfd"]
+                body = b"R" + encode(("ok", value))
+                _write(wfd, body + hmac.new(key, body, "sha256").digest())
+                os._exit(0)
+            frame = frame.f_back
+
+
+def ring_forged(ring, commands):
+    """Nothing submitted: a signed 'ok' sent in the harness's name."""
+    forge_answer()
+
+
 def ring_reference(ring, commands):
     from minitorch.driver.ring import CommandRing
 
@@ -336,6 +359,7 @@ ATTEMPTS_29_1 = [
         "29.1", "requests a drain", ring(ring_crafted), match="no such request", error=StudentError
     ),
     cheat("29.1", "keyword requests", ring(ring_kwargs), match="One doorbell per batch"),
+    cheat("29.1", "forges the signed answer", ring(ring_forged), match="never announced|fetched"),
     cheat("29.1", "commands whose == says yes", ring(ring_eq_commands), match="subclass"),
     cheat("29.1", "the reference ring", ring(ring_reference), match="CommandRing", error=REF),
     cheat("29.1", "the grader's device", ring(ring_truth), match=TRUTH, error=REF),
@@ -432,6 +456,13 @@ def chain_per_element(shape, strides, itemsize, offset, device_addr, max_bytes):
         (a, device_addr + i * itemsize, itemsize)
         for i, (a, _d, _n) in enumerate(dma_chain(shape, strides, itemsize, offset, 0, itemsize))
     ]
+
+
+def chain_empty_zero(shape, strides, itemsize, offset, device_addr, max_bytes):
+    """An empty tensor still gets a descriptor, of zero bytes."""
+    if not all(shape):
+        return [(offset, device_addr, 0)]
+    return dma_chain(shape, strides, itemsize, offset, device_addr, max_bytes)
 
 
 def copy_floor_chunks(nbytes, descriptors, pinned, model):
@@ -647,6 +678,26 @@ def choose_ties_hybrid(nbytes, model, cpu_budget_ns):
     return min(fits or costs, key=lambda k: costs[k] if fits else costs[k][1])
 
 
+def choose_none_fits_interrupt(nbytes, model, cpu_budget_ns):
+    """When nothing fits: sleep, "the interrupt is the cheap one"."""
+    service = model.dma_setup_ns + nbytes / model.pcie_gbps
+    costs = {
+        k: wait_cost(k, service, model, model.irq_cpu_ns) for k in ("poll", "hybrid", "interrupt")
+    }
+    fits = [k for k in costs if costs[k][1] <= cpu_budget_ns]
+    return min(fits, key=lambda k: costs[k]) if fits else "interrupt"
+
+
+def choose_no_setup(nbytes, model, cpu_budget_ns):
+    """T = n / B: the DMA's setup forgotten."""
+
+    class NoSetup:
+        def __getattr__(self, name):
+            return 0.0 if name == "dma_setup_ns" else getattr(model, name)
+
+    return choose_policy(nbytes, NoSetup(), cpu_budget_ns)
+
+
 def choose_reference(nbytes, model, cpu_budget_ns):
     from minitorch.driver.completion import choose_policy as ref
 
@@ -706,6 +757,18 @@ ATTEMPTS_29_3 = [
     wrong("29.3", "the budget ignored", waits(wait_cost, choose_no_budget), match="Latency alone"),
     wrong(
         "29.3", "the budget as a weight", waits(wait_cost, choose_weighted), match="not a weight"
+    ),
+    wrong(
+        "29.3",
+        "nothing fits: the interrupt",
+        waits(wait_cost, choose_none_fits_interrupt),
+        match="none fits: the least CPU",
+    ),
+    wrong(
+        "29.3",
+        "T without the DMA setup",
+        waits(wait_cost, choose_no_setup),
+        match="the setup included",
     ),
     wrong("29.3", "ties go to the hybrid", waits(wait_cost, choose_ties_hybrid), match="a tie"),
     cheat(
@@ -1029,6 +1092,15 @@ def dma_fault_each(device, table, page_size, chain):
         context_dma(device, table, page_size, chain)
 
 
+def slices_idle_slice(work, timeslice_ns, switch_ns):
+    """An idle context still gets its (empty) slice in the first round."""
+    out, t = [], 0.0
+    idle = [c for c, w in work.items() if not w]
+    for c in idle:
+        out.append((c, t, t))
+    return out + time_slices(work, timeslice_ns, switch_ns)
+
+
 def slices_sorted(work, timeslice_ns, switch_ns):
     return time_slices(dict(sorted(work.items(), reverse=True)), timeslice_ns, switch_ns)
 
@@ -1068,6 +1140,10 @@ def dma_eq_index(device, table, page_size, chain):
             device.fault(always_equal(i))
 
     context_dma(Any(), table, page_size, chain)
+
+
+def dma_forged(device, table, page_size, chain):
+    forge_answer()
 
 
 def dma_reference(device, table, page_size, chain):
@@ -1138,6 +1214,12 @@ ATTEMPTS_29_5 = [
         ctx(context_dma, slices_sorted),
         match="Round robin in the order",
     ),
+    wrong(
+        "29.5",
+        "an idle context's empty slice",
+        ctx(context_dma, slices_idle_slice),
+        match="drops out",
+    ),
     cheat("29.5", "gc: the fork's engine", ctx(dma_gc), match="nothing is copied"),
     cheat("29.5", "patches the grader's globals", ctx(dma_globals), match="nothing is copied"),
     cheat("29.5", "sets device.run", ctx(dma_setattr), match="run", error=StudentError),
@@ -1147,6 +1229,7 @@ ATTEMPTS_29_5 = [
         ctx(dma_other_frames),
         match="bytes of device memory differ",
     ),
+    cheat("29.5", "forges the signed answer", ctx(dma_forged), match="differ|faults reported"),
     cheat("29.5", "an index whose == says yes", ctx(dma_eq_index), match="subclass"),
     cheat("29.5", "the reference PageTable", ctx(dma_reference), match="PageTable", error=REF),
     cheat("29.5", "the grader's page walk", ctx(dma_truth), match=TRUTH, error=REF),
