@@ -1054,6 +1054,22 @@ def dma_endpoints(device, table, page_size, chain):
     device.run(out)
 
 
+def dma_host_fixed(device, table, page_size, chain):
+    """Moves the device address page by page; every piece keeps the descriptor's host offset."""
+    out = []
+    for i, (h, v, n) in enumerate(chain):
+        end = v + n
+        while v < end:
+            page, off = divmod(v, page_size)
+            if page not in table:
+                device.fault(i)
+                return
+            k = min(end - v, page_size - off)
+            out.append((h, table[page] + off, k))
+            v += k
+    device.run(out)
+
+
 def dma_piece_index(device, table, page_size, chain):
     """Reports the index of the physical piece, not of the descriptor."""
     out = []
@@ -1203,6 +1219,7 @@ ATTEMPTS_29_5 = [
     wrong(
         "29.5", "first and last page checked", ctx(dma_endpoints), match="moved \\d+ B of a chain"
     ),
+    wrong("29.5", "the host offset not advanced", ctx(dma_host_fixed), match="host offset moving"),
     wrong("29.5", "the piece's index", ctx(dma_piece_index), match="first descriptor outside"),
     wrong("29.5", "a float index", ctx(dma_float_index), match="an int"),
     wrong(
