@@ -14,7 +14,10 @@ What the review found and fixed (``a2s/checks/lab29``): a ring of doorbells each
 command of a full ring passed 29.1 (now a doorbell must announce everything written); 29.4
 passed kernels launched with a smaller block (cheaper on the clock) and one graph of all the
 steps replayed once (now every kernel sent is compared with the step, and the replays counted);
-29.5 took a float fault index and never tried a descriptor over an unmapped middle page.
+29.5 took a float fault index, never tried a descriptor over an unmapped middle page nor a
+chain with two bad descriptors (reporting every fault passed). 29.2 gained a hint for cuts
+across runs, 29.3 a case where forgetting the setup in T changes the policy, and its hint.
+A frame walk to a table's expected value passes in-process (``PENDING``, the seal's to veto).
 """
 
 from __future__ import annotations
