@@ -557,7 +557,7 @@ def slices_switch_always(work, timeslice_ns, switch_ns):
         (dma_start_page_only, time_slices, "page by page"),
         (dma_as_it_goes, time_slices, "nothing is copied"),
         (dma_unchecked, time_slices, "moved \\d+ B of a chain that faults"),
-        (dma_fault_without_index, time_slices, "index of the first descriptor"),
+        (dma_fault_without_index, time_slices, "of the first descriptor outside"),
         (context_dma, slices_no_switch, "costs switch_ns"),
         (context_dma, slices_whole_commands, "in the middle of a command"),
         (context_dma, slices_switch_always, "round robin gives"),
@@ -655,6 +655,7 @@ def test_a_bad_physical_chain_is_the_learners_error():
 
 
 # --------------------------------------------------------------------------- the musts
+# (test_attempt: the adversarial battery, tests/checks/test_lab29_attacks.py)
 MUSTS = [
     (
         "29.1",
@@ -683,6 +684,9 @@ MUSTS = [
         "test_rewriting_the_handed_ring_changes_no_count",
     ),
     ("29.1", "The producer must ring the doorbell", "test_wrong_rings_are_rejected"),
+    ("29.1", "A batch of $k$ commands needs one doorbell, not $k$", "test_attempt"),
+    ("29.1", "with $C > n$ one doorbell", "test_attempt"),
+    ("29.1", "a previous batch may have left it anywhere", "test_wrong_rings_are_rejected"),
     (
         "29.2",
         "Merge an element into the run before it whenever it starts where that run ends",
@@ -699,6 +703,9 @@ MUSTS = [
         "$t_\\text{pageable}$",
         "test_wrong_dma_answers_are_rejected",
     ),
+    ("29.2", "an empty tensor has no descriptor", "test_attempt"),
+    ("29.2", "packed from `device_addr`", "test_attempt"),
+    ("29.2", "strides and offset in bytes", "test_attempt"),
     (
         "29.2",
         "the reference copy engine runs both chains",
@@ -709,12 +716,17 @@ MUSTS = [
         "Return the policy with the lowest latency among those whose CPU time fits the budget",
         "test_wrong_completion_answers_are_rejected",
     ),
+    ("29.3", "$T = t_s + n/B$", "test_attempt"),
+    ("29.3", "when none fits, the one with the least CPU", "test_attempt"),
+    ("29.3", "a tie: the least CPU, then the order poll, hybrid, interrupt", "test_attempt"),
     (
         "29.3",
         "the first poll at or after $T$ sees it",
         "test_wrong_completion_answers_are_rejected",
     ),
     ("29.4", "at most one doorbell per step", "test_wrong_decode_steps_are_rejected"),
+    ("29.4", "run the decode step `n_steps` times, in order", "test_attempt"),
+    ("29.4", "`step` is a list of `(kernel, grid, block, args)` launches", "test_attempt"),
     (
         "29.4",
         "capture and instantiate the step once, then replay it",
@@ -737,6 +749,14 @@ MUSTS = [
         "test_wrong_contexts_are_rejected",
     ),
     ("29.5", "report the fault once", "test_wrong_contexts_are_rejected"),
+    (
+        "29.5",
+        "call `device.fault(i)` with the index of the first bad descriptor",
+        "test_attempt",
+    ),
+    ("29.5", "If any descriptor touches an unmapped page", "test_attempt"),
+    ("29.5", "a context with no work left drops out", "test_attempt"),
+    ("29.5", "at most `timeslice_ns` per slice", "test_wrong_contexts_are_rejected"),
     (
         "29.5",
         "Translate page by page into physical descriptors",

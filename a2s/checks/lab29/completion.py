@@ -8,6 +8,7 @@ lowest-latency policy whose CPU time fits the budget (the least CPU when none fi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -117,12 +118,20 @@ def _weighted(nbytes: int, m: Any, budget: float) -> str:
     return min(ORDER, key=lambda k: sum(wait_truth(k, service, m, m.irq_cpu_ns)))
 
 
+def _no_setup(nbytes: int, m: Any, budget: float) -> str:
+    return choose_truth(nbytes, dataclasses.replace(m, dma_setup_ns=0.0), budget)
+
+
 def _ignore_budget(nbytes: int, m: Any, budget: float) -> str:
     service = m.dma_setup_ns + nbytes / m.pcie_gbps
     return min(ORDER, key=lambda k: wait_truth(k, service, m, m.irq_cpu_ns))
 
 
 _CHOOSE_MISTAKES = (
+    Mistake(
+        "A message is one DMA: T = dma_setup_ns + nbytes / pcie_gbps, the setup included.",
+        answer=_no_setup,
+    ),
     Mistake(
         "The budget is a limit on CPU time, not a weight: filter by cpu <= budget, then the "
         "lowest latency (the least CPU when nothing fits).",
@@ -154,6 +163,7 @@ CHOOSE = Table(
         ("64 B, budget 500 ns: nothing fits, least CPU", (64, _M0, 500.0)),
         ("1 MiB, budget 10 ms: latency decides", (1 << 20, _M0, 1e7)),
         ("2 KiB, budget 5 us, the slower link", (2048, _M1, 5000.0)),
+        ("120000 B, budget 5 us: the setup tips polling over", (120000, _M0, 5000.0)),
     ],
     draw=_choose_draw,
     seeded=6,

@@ -78,6 +78,12 @@ class PhysicalDma:
         return "<PhysicalDma: requests to the copy engine>"
 
 
+def _index(v: Any) -> Any:
+    """An int or a numpy integer as an int; anything else (a float, a bool) as its repr."""
+    ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    return int(v) if ok else repr(v)
+
+
 def _table(g: np.random.Generator, pages: int) -> dict[int, int]:
     """Virtual pages 1..pages (0 is null) on scattered frames; the rest belong to others."""
     frames = g.permutation(_FRAMES)[:pages]
@@ -110,6 +116,18 @@ def _cases(g: np.random.Generator, new: np.random.Generator) -> list[tuple]:
             "a good descriptor, then one into another context's frame",
             t,
             [(0, _PAGE, 32), (0, 5 * _PAGE, 4)],
+            1,
+        ),
+        (
+            "a descriptor whose middle page is unmapped (pages 1 and 3 are)",
+            {1: 7 * _PAGE, 3: 9 * _PAGE, 4: 2 * _PAGE},
+            [(0, 3 * _PAGE + 8, 64), (0, _PAGE + 200, 2 * _PAGE)],
+            1,
+        ),
+        (
+            "two bad descriptors: the fault names the first, once",
+            t,
+            [(0, _PAGE, 8), (0, 6 * _PAGE, 8), (0, 0, 8)],
             1,
         ),
     ]
@@ -230,9 +248,9 @@ def check_contexts(context_dma: Callable[..., Any], time_slices: Callable[..., A
                 f"{bad}: check every descriptor before the first byte moves; nothing is copied.",
             )
             assert_true(
-                [int(i) if isinstance(i, (int, np.integer)) else i for i in eng.faults] == [bad],
+                [_index(i) for i in eng.faults] == [bad],
                 f"[{label}] faults reported: {eng.faults}; report the fault once, with the "
-                f"index of the first descriptor outside the context's pages ({bad}).",
+                f"index (an int) of the first descriptor outside the context's pages ({bad}).",
             )
     return (
         f"{len(cases)} chains (2 fresh): {moved} B through page tables, every bad chain moved "

@@ -89,6 +89,17 @@ def _unpacked(shape, strides, itemsize, offset, dev, mx):  # type: ignore[no-unt
     return [(h, dev + h, n) for h, _, n in chain_truth(shape, strides, itemsize, offset, dev, mx)]
 
 
+def _cut_across(shape, strides, itemsize, offset, dev, mx):  # type: ignore[no-untyped-def]
+    """The packed bytes cut every ``mx`` of the whole chain, not from each run's start."""
+    out, used = [], 0
+    for h, d, n in chain_truth(shape, strides, itemsize, offset, dev, None):
+        while n > 0:
+            k = n if mx is None else min(n, mx - used % mx)
+            out.append((h, d, k))
+            h, d, n, used = h + k, d + k, n - k, used + k
+    return out
+
+
 def _no_offset(shape, strides, itemsize, offset, dev, mx):  # type: ignore[no-untyped-def]
     return chain_truth(shape, strides, itemsize, 0, dev, mx)
 
@@ -100,6 +111,11 @@ _CHAIN_MISTAKES = (
         answer=_per_element,
     ),
     Mistake("Cut every run into pieces of at most max_bytes, from its start.", answer=_unsplit),
+    Mistake(
+        "Cut each run from its own start: the count of max_bytes restarts at every run (a "
+        "piece never continues a cut of the run before).",
+        answer=_cut_across,
+    ),
     Mistake(
         "Pack the tensor contiguously on the device: descriptor i lands at device_addr plus the "
         "bytes of the descriptors before it, not at device_addr plus its host offset.",

@@ -4,9 +4,10 @@
 :class:`DeviceStream` proxy; the device (a simulated stream, its compute engine and memory)
 and the grader's own counts (doorbells, launches, captures, instantiations, replays) stay in
 the grader's process. Judged: device memory equals ``n_steps`` runs of the step by hand
-(``_truth.run_kernels``); at most one doorbell per step; the step captured and instantiated
-once; and the time on the device's clock at least 1.5x faster than eager launches
-(``_truth.eager_truth``, the two-stage host/front-end pipeline).
+(``_truth.run_kernels``) and every kernel sent as the step gives it; at most one doorbell per
+step; the step captured and instantiated once, replayed once per step; and the time on the
+device's clock at least 1.5x faster than eager launches (``_truth.eager_truth``, the two-stage
+host/front-end pipeline).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class _Device:
         self.doorbells = self.launches = self.captures = self.instantiations = 0
         self.replays = 0
         self.recorded: dict[int, list[Launch]] = {}
+        self.graphs: dict[int, list[Launch]] = {}  # instantiated: what a replay runs
+        self.ran: list[Launch] = []  # every kernel sent to run, in order, as the device got it
         self.capturing = False
 
     def launch(self, kernel: Any, grid: Any, block: Any, args: Any) -> None:
@@ -58,6 +61,7 @@ class _Device:
         self.launches += 1
         if not self.capturing:
             self.doorbells += 1
+            self.ran.append(launch)
         self.stream.launch(launch)
 
     def begin_capture(self) -> None:
@@ -77,13 +81,16 @@ class _Device:
         if handle not in self.recorded:
             raise ValueError(f"no captured graph {handle!r}: pass what end_capture returned")
         self.instantiations += 1
-        return self.stream.instantiate(self.recorded[handle])
+        gid = self.stream.instantiate(self.recorded[handle])
+        self.graphs[gid] = list(self.recorded[handle])
+        return gid
 
     def replay(self, gid: Any) -> None:
         if gid not in self.engine.graphs:
             raise ValueError(f"no instantiated graph {gid!r}: pass what instantiate returned")
         self.replays += 1
         self.doorbells += 1
+        self.ran.extend(self.graphs[int(gid)])
         self.stream.replay(int(gid))
 
     def synchronize(self) -> float:
@@ -169,6 +176,16 @@ def check_graph_replay(decode_steps: Callable[..., Any]) -> str:
                 f"({int((got != want).sum())} bytes): launch the step's kernels as given, in "
                 "order, with their own grid, block and arguments."
             )
+        given = [Launch(k, tuple(g), tuple(b), tuple(a)) for k, g, b, a in step] * n_steps
+        odd = next(
+            (i for i, (x, y) in enumerate(zip(dev.ran, given, strict=False)) if x != y), None
+        )
+        assert_true(
+            odd is None,
+            f"[{label}] kernel {odd} sent to the device was {dev.ran[odd or 0]}, the step has "
+            f"{given[odd or 0]}: launch the step's kernels as given, in order, with their own "
+            "grid, block and arguments (the grid and block set what a kernel costs).",
+        )
         assert_true(
             dev.doorbells <= n_steps,
             f"[{label}] {dev.doorbells} doorbells for {n_steps} step(s) of {len(step)} kernels: "
@@ -179,6 +196,11 @@ def check_graph_replay(decode_steps: Callable[..., Any]) -> str:
             dev.captures == 1 and dev.instantiations == 1,
             f"[{label}] {dev.captures} capture(s) and {dev.instantiations} instantiation(s): "
             "record and instantiate the step once, then replay it every step.",
+        )
+        assert_true(
+            dev.replays == n_steps,
+            f"[{label}] {dev.replays} replay(s) for {n_steps} step(s): capture one step (not "
+            "several in one graph) and replay it once per step.",
         )
         durations = [kernel_ns(e) for e in step] * n_steps
         eager = eager_truth(durations, model)

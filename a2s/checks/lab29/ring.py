@@ -6,7 +6,8 @@ doorbells, MMIO reads, what it fetched) lives in the grader's process. The devic
 announced commands only while the host polls the head, at a speed drawn per case (0 to 3
 commands a poll), so full rings happen. The property judged on every workload: the device
 fetched exactly the commands, in order; no unfetched slot was overwritten; each doorbell but
-the last was rung with the ring full (one per batch) and none announced nothing; no MMIO read.
+the last was rung with the ring full (one per batch), announced every command written so far
+and none announced nothing; no MMIO read.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class RingDevice:
         self.written = self.doorbells = self.mmio_reads = 0
         self.early: list[int] = []  # doorbells rung before the ring was full or all written
         self.empty: list[int] = []  # doorbells that announced nothing new
+        self.partial: list[int] = []  # doorbells that left written commands unannounced
         self.problem = ""
 
     def occupied(self) -> int:
@@ -101,6 +103,8 @@ class RingDevice:
             self.empty.append(self.doorbells)
         elif self.occupied() < self.capacity - 1 and self.written < self.total:
             self.early.append(self.doorbells)
+        elif new < pending:  # the ring is full, but the tail is not the producer's
+            self.partial.append(self.doorbells)
         self.announced = tail
 
     def poll_head(self) -> int:
@@ -241,6 +245,13 @@ def check_ring(submit_all: Callable[..., Any]) -> str:
             f"[{label}] {dev.doorbells} doorbells for {n} commands: doorbell number "
             f"{dev.early[0] if dev.early else 0} was rung with room left in the ring. One "
             "doorbell per batch: ring it when the ring is full or everything is written.",
+        )
+        assert_true(
+            not dev.partial,
+            f"[{label}] {dev.doorbells} doorbells for {n} commands: doorbell number "
+            f"{dev.partial[0] if dev.partial else 0} announced only part of what was written. "
+            "One doorbell per batch: write the tail after your last command, which announces "
+            "the whole batch at once.",
         )
         doorbells += dev.doorbells
         fulls += dev.polls
