@@ -4,13 +4,14 @@ Every attempt runs in-process against the grader (:mod:`tests.helpers.attacks`);
 run the simulator in a forked child whose ``mac`` is a request to the grader's process. Frame,
 ``gc`` and code-swap attacks are the sealed kernel's (``a2s grade``), see docs/trust.md.
 
-27.6 (chiplets, ``CHIPLETS``): honest a branch and bound that renames the dies, a numpy grid
-returning an array, the bytes a link can carry within the budget, the fewest bytes across dies;
-wrong latency forgotten, both directions as one link, idle links budgeted, ``<`` for the budget
-and for the capacity, the least bad placement instead of ``None``, the least busiest link;
-cheats the reference and its helpers, the grader's search, its ``_canonical`` and its frame,
-torch, a link widened in the dict handed over, the named answers (public) with ``None``, a
-min-max search or the budget ignored for the fresh layers, die numbers whose ``==`` says yes.
+27.6 (chiplets, ``CHIPLETS``): honest a branch and bound that renames the dies, the search
+run backwards, a numpy grid returning an array, the bytes a link can carry within the budget, the
+fewest bytes across dies; wrong latency forgotten, both directions as one link, idle links
+budgeted, ``<`` for the budget and for the capacity, the least bad placement instead of
+``None``, the least busiest link; cheats the reference and its helpers, the grader's search,
+its ``_canonical`` and its frame, every tile on one die (cheaper than any optimum), torch, a
+link widened in the dict handed over, the named answers (public) with ``None``, a min-max
+search or the budget ignored for the fresh layers, die numbers whose ``==`` says yes.
 Rebinding the grader's ``truth`` passes in-process: a strict xfail (the sealed kernel's).
 """
 
@@ -718,6 +719,24 @@ def place_numpy_grid(traffic, dies, capacity, d2d, on_die, budget_s):
     return grid[ok][np.argmin(energy[ok])]
 
 
+def place_last_of_ties(traffic, dies, capacity, d2d, on_die, budget_s):
+    """Placements from the last one back: the last optimum (dies numbered from the top), and the
+    last of a tie where the grader's search keeps the first."""
+    import itertools
+
+    best = None
+    for place in reversed(list(itertools.product(range(dies), repeat=len(traffic)))):
+        links = _links(traffic, place)
+        if max(place.count(d) for d in range(dies)) > capacity or any(
+            d2d["latency"] + b / d2d["bandwidth"] > budget_s for b in links.values()
+        ):
+            continue
+        cut = sum(links.values())
+        if best is None or cut < best[0]:
+            best = (cut, list(place))
+    return None if best is None else best[1]
+
+
 def place_allowance(traffic, dies, capacity, d2d, on_die, budget_s):
     """The bytes a link can carry within the budget, compared with its load."""
     room = (budget_s - d2d["latency"]) * d2d["bandwidth"]
@@ -852,6 +871,7 @@ CHIPLETS = [
     honest("27.6", "branch and bound, dies renamed", pl(place_branch_and_bound)),
     honest("27.6", "a numpy grid, an array out", pl(place_numpy_grid)),
     honest("27.6", "bytes each link can carry", pl(place_allowance)),
+    honest("27.6", "from the last placement back", pl(place_last_of_ties)),
     honest("27.6", "the fewest bytes across dies", pl(place_least_cut)),
     wrong(
         "27.6",
@@ -904,6 +924,12 @@ CHIPLETS = [
         error=ReferenceCalledError,
     ),
     cheat("27.6", "the grader's frame", pl(_frame_truth), match=TRUTH, error=ReferenceCalledError),
+    cheat(
+        "27.6",
+        "every tile on one die",
+        pl(lambda t, d, c, l, o, b: [0] * len(t)),
+        match="over its capacity",
+    ),
     cheat("27.6", "torch", pl(_torch_place), match="torch", error=ForbiddenCallError),
     cheat("27.6", "widens the link it was handed", pl(_wide_links), match="over the link budget"),
     cheat("27.6", "named answers, None for the rest", pl(_lookup(lambda *a: None)), match=FRESH),
