@@ -432,6 +432,16 @@ def test_named_cases_of_27_6_catch_their_mistakes():
         < best("a link's time includes its latency")[0]
     )
     assert best("an idle link takes no time: budget under one latency", idle=True) is None
+    assert best("tiny GPT layer, 2 dies of 4, advanced package, 1 us")[1] == [
+        0,
+        0,
+        0,
+        0,
+        1,
+        1,
+        1,
+        1,
+    ]
     assert best("a chain that no placement fits") is None
     assert best("tiny GPT layer, 2 dies of 4, standard package, 2 us: none fits") is None
     layer = cases["tiny GPT layer, 4 dies of 2, advanced package, 1 us"]
@@ -439,6 +449,34 @@ def test_named_cases_of_27_6_catch_their_mistakes():
         _truth.best_placement(*layer[:5], 1.0)[0]
         < best("tiny GPT layer, 4 dies of 2, advanced package, 1 us")[0]
     )
+
+
+def _busiest(t, p, d2d):
+    from a2s.checks.lab27 import _truth
+
+    return max([_truth.link_time(b, d2d) for b in _truth.d2d_loads(t, p).values()], default=0.0)
+
+
+def test_fresh_cases_of_27_6_bind_their_budget():
+    """Each fresh layer fits its budget, its unbudgeted optimum does not, and the placement with
+    the least busiest link is not the cheapest: None, the free optimum or min-max all fail."""
+    from a2s.checks.lab27 import _truth, dies
+
+    for seed in range(4):
+        for _, t, n_dies, cap, d2d, on_die, budget in dies._fresh_cases(
+            np.random.default_rng(seed)
+        ):
+            within = _truth.best_placement(t, n_dies, cap, d2d, on_die, budget)
+            free = _truth.best_placement(t, n_dies, cap, d2d, on_die, 1.0)
+            assert within is not None and _truth.over_budget(t, free[1], d2d, budget)
+            assert within[0] > free[0] * (1 + 1e-9)
+            least = min(_busiest(t, p, d2d) for p in _truth.placements(len(t), n_dies, cap))
+            minmax = [
+                _truth.energy_of(t, p, d2d, on_die)
+                for p in _truth.placements(len(t), n_dies, cap)
+                if _busiest(t, p, d2d) == least
+            ]
+            assert min(minmax) > within[0] * (1 + 1e-9)
 
 
 # (exercise, phrase of the prose, the test that fails when the rule is broken)
@@ -517,4 +555,23 @@ MUSTS = [
         "return `None` when no placement meets the budget",
         "test_place_on_dies_rejects_wrong_answers",
     ),
+    ("27.6", "$L + b/B \\le$ `budget_s`", "test_attempt"),
+    (
+        "27.6",
+        "where $a \\to b$ and $b \\to a$ are separate links",
+        "test_place_on_dies_rejects_wrong_answers",
+    ),
+    ("27.6", "an idle link takes no time", "test_place_on_dies_rejects_wrong_answers"),
+    ("27.6", "any optimal placement passes (renaming the dies changes nothing)", "test_attempt"),
+    (
+        "27.6",
+        "the layer splits into its attention half and its MLP half, `[0, 0, 0, 0, 1, 1, 1, 1]`",
+        "test_named_cases_of_27_6_catch_their_mistakes",
+    ),
+    (
+        "27.6",
+        "on 4 dies of 2 the cheapest placement of all misses the 1 µs budget",
+        "test_named_cases_of_27_6_catch_their_mistakes",
+    ),
+    ("27.6", "fresh random layers", "test_fresh_cases_of_27_6_bind_their_budget"),
 ]

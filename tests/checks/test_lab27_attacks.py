@@ -3,6 +3,16 @@
 Every attempt runs in-process against the grader (:mod:`tests.helpers.attacks`); 27.1 and 27.2
 run the simulator in a forked child whose ``mac`` is a request to the grader's process. Frame,
 ``gc`` and code-swap attacks are the sealed kernel's (``a2s grade``), see docs/trust.md.
+
+27.6 (chiplets, ``CHIPLETS``): honest a branch and bound that renames the dies, the search
+run backwards, a numpy grid returning an array, the bytes a link can carry within the budget, the
+fewest bytes across dies; wrong latency forgotten, both directions as one link, idle links
+budgeted, ``<`` for the budget and for the capacity, the least bad placement instead of
+``None``, the least busiest link; cheats the reference and its helpers, the grader's search,
+its ``_canonical`` and its frame, every tile on one die (cheaper than any optimum), torch, a
+link widened in the dict handed over, the named answers (public) with ``None``, a min-max
+search or the budget ignored for the fresh layers, die numbers whose ``==`` says yes.
+Rebinding the grader's ``truth`` passes in-process: a strict xfail (the sealed kernel's).
 """
 
 from __future__ import annotations
@@ -624,9 +634,349 @@ MESH = [
     ),
 ]
 
-ATTEMPTS = DATAFLOW + CYCLES + TILES + MESH
+
+# --------------------------------------------------------------------------- 27.6 chiplets
+def _links(traffic, place):
+    out = {}
+    for i, row in enumerate(traffic):
+        for j, b in enumerate(row):
+            if b and place[i] != place[j]:
+                out[place[i], place[j]] = out.get((place[i], place[j]), 0) + b
+    return out
+
+
+def place_search(traffic, dies, capacity, d2d, on_die, budget_s, fits=None, cost=None, room=None):
+    """Every placement by itertools.product; ``fits``, ``cost`` and ``room`` swap a rule."""
+    import itertools
+
+    n, best = len(traffic), None
+    for place in itertools.product(range(dies), repeat=n):
+        counts = [place.count(d) for d in range(dies)]
+        if not (room(counts, capacity) if room else max(counts) <= capacity):
+            continue
+        links = _links(traffic, place)
+        if fits is not None:
+            ok = fits(links, d2d, budget_s, place)
+        else:
+            ok = all(d2d["latency"] + b / d2d["bandwidth"] <= budget_s for b in links.values())
+        if not ok:
+            continue
+        cut = sum(links.values())
+        kept = sum(map(sum, traffic)) - cut
+        e = cost(links) if cost else 8e-12 * (cut * d2d["pj_per_bit"] + kept * on_die["pj_per_bit"])
+        if best is None or e < best[0]:
+            best = (e, list(place))
+    return None if best is None else best[1]
+
+
+def place_branch_and_bound(traffic, dies, capacity, d2d, on_die, budget_s):
+    """Recursion, one tile at a time, a new die only as the next unused one; the dies are then
+    renamed back to front (any optimal placement passes)."""
+    n, total = len(traffic), sum(map(sum, traffic))
+    best = [None, None]
+
+    def grow(place, counts):
+        if len(place) == n:
+            links = _links(traffic, place)
+            if any(d2d["latency"] + b / d2d["bandwidth"] > budget_s for b in links.values()):
+                return
+            cut = sum(links.values())
+            e = 8e-12 * (cut * d2d["pj_per_bit"] + (total - cut) * on_die["pj_per_bit"])
+            if best[0] is None or e < best[0]:
+                best[:] = [e, list(place)]
+            return
+        for d in range(min(len(counts) + 1, dies)):
+            if d == len(counts):
+                counts.append(0)
+            if counts[d] < capacity:
+                counts[d] += 1
+                grow([*place, d], counts)
+                counts[d] -= 1
+            if d == len(counts) - 1 and counts[d] == 0:
+                counts.pop()
+
+    grow([], [])
+    return None if best[1] is None else [dies - 1 - d for d in best[1]]
+
+
+def place_numpy_grid(traffic, dies, capacity, d2d, on_die, budget_s):
+    """All placements as one (P, n) array, loads and energies by broadcasting: an array out."""
+    import itertools
+
+    t = np.asarray(traffic, dtype=float)
+    grid = np.array(list(itertools.product(range(dies), repeat=len(t))))
+    counts = (grid[:, :, None] == np.arange(dies)).sum(1)
+    grid = grid[counts.max(1) <= capacity]
+    onehot = (grid[:, :, None] == np.arange(dies)).astype(float)  # (P, n, dies)
+    loads = np.einsum("pia,ij,pjb->pab", onehot, t, onehot)
+    cross = loads * (1 - np.eye(dies))
+    secs = np.where(cross > 0, d2d["latency"] + cross / d2d["bandwidth"], 0.0)
+    ok = secs.max(axis=(1, 2)) <= budget_s
+    if not ok.any():
+        return None
+    cut = cross.sum(axis=(1, 2))
+    energy = 8e-12 * (cut * d2d["pj_per_bit"] + (t.sum() - cut) * on_die["pj_per_bit"])
+    return grid[ok][np.argmin(energy[ok])]
+
+
+def place_last_of_ties(traffic, dies, capacity, d2d, on_die, budget_s):
+    """Placements from the last one back: the last optimum (dies numbered from the top), and the
+    last of a tie where the grader's search keeps the first."""
+    import itertools
+
+    best = None
+    for place in reversed(list(itertools.product(range(dies), repeat=len(traffic)))):
+        links = _links(traffic, place)
+        if max(place.count(d) for d in range(dies)) > capacity or any(
+            d2d["latency"] + b / d2d["bandwidth"] > budget_s for b in links.values()
+        ):
+            continue
+        cut = sum(links.values())
+        if best is None or cut < best[0]:
+            best = (cut, list(place))
+    return None if best is None else best[1]
+
+
+def place_allowance(traffic, dies, capacity, d2d, on_die, budget_s):
+    """The bytes a link can carry within the budget, compared with its load."""
+    room = (budget_s - d2d["latency"]) * d2d["bandwidth"]
+    fits = lambda links, d2d, budget, place: all(b <= room for b in links.values())  # noqa: E731
+    return place_search(traffic, dies, capacity, d2d, on_die, budget_s, fits=fits)
+
+
+def place_least_cut(traffic, dies, capacity, d2d, on_die, budget_s):
+    """The fewest bytes across dies: the on-die term only shifts every energy by the same."""
+    return place_search(
+        traffic, dies, capacity, d2d, on_die, budget_s, cost=lambda L: sum(L.values())
+    )
+
+
+def _fits(latency=True, directed=True, idle=False, strict=False):
+    def fits(links, d2d, budget, place):
+        if not directed:
+            both = {}
+            for (a, b), v in links.items():
+                both[min(a, b), max(a, b)] = both.get((min(a, b), max(a, b)), 0) + v
+            links = both
+        if idle:
+            used = set(place)
+            links = {(a, b): links.get((a, b), 0) for a in used for b in used if a != b}
+        secs = [(d2d["latency"] if latency else 0) + v / d2d["bandwidth"] for v in links.values()]
+        return all(s < budget if strict else s <= budget for s in secs)
+
+    return fits
+
+
+def place_least_bad(traffic, dies, capacity, d2d, on_die, budget_s):
+    got = place_search(traffic, dies, capacity, d2d, on_die, budget_s)
+    return got or place_search(traffic, dies, capacity, d2d, on_die, 1e9)
+
+
+def _variant(**rules):
+    return lambda *a: place_search(*a, **rules)
+
+
+def _ref_place(traffic, dies, capacity, d2d, on_die, budget_s):
+    from minitorch.hardware.chiplet import place_on_dies
+
+    return place_on_dies(traffic, dies, capacity, d2d, on_die, budget_s)
+
+
+def _ref_helpers(traffic, dies, capacity, d2d, on_die, budget_s):
+    from minitorch.hardware import chiplet
+
+    return place_search(
+        traffic,
+        dies,
+        capacity,
+        d2d,
+        on_die,
+        budget_s,
+        cost=lambda L: chiplet.transfer_joules(sum(L.values()), d2d),
+    )
+
+
+def _truth_place(traffic, dies, capacity, d2d, on_die, budget_s):
+    from a2s.checks.lab27 import _truth
+
+    got = _truth.best_placement(traffic, dies, capacity, d2d, on_die, budget_s)
+    return None if got is None else got[1]
+
+
+def _truth_enumerator(traffic, dies, capacity, d2d, on_die, budget_s):
+    """Its own costs, over the grader's canonical placements (``_truth._canonical``)."""
+    import itertools
+
+    from a2s.checks.lab27._truth import _canonical
+
+    best = None
+    for place in itertools.product(range(dies), repeat=len(traffic)):
+        if not _canonical(place) or max(place.count(d) for d in set(place)) > capacity:
+            continue
+        links = _links(traffic, place)
+        if all(d2d["latency"] + b / d2d["bandwidth"] <= budget_s for b in links.values()):
+            if best is None or sum(links.values()) < best[0]:
+                best = (sum(links.values()), list(place))
+    return None if best is None else best[1]
+
+
+def _frame_truth(traffic, dies, capacity, d2d, on_die, budget_s):
+    """Walks up to the grader's frame and calls the search it finds in its globals."""
+    import sys
+
+    frame = sys._getframe(1)
+    while "truth" not in frame.f_globals:
+        frame = frame.f_back
+    got = frame.f_globals["truth"].best_placement(traffic, dies, capacity, d2d, on_die, budget_s)
+    return None if got is None else got[1]
+
+
+def _torch_place(traffic, dies, capacity, d2d, on_die, budget_s):
+    import torch
+
+    got = place_search(traffic, dies, capacity, d2d, on_die, budget_s)
+    return None if got is None else torch.tensor(got).tolist()
+
+
+def _wide_links(traffic, dies, capacity, d2d, on_die, budget_s):
+    """Widens the link in the dict it was handed, then ignores the budget."""
+    d2d["bandwidth"] = float("inf")
+    return place_search(traffic, dies, capacity, d2d, on_die, 1.0)
+
+
+def _named_answers():
+    from a2s.checks.lab27 import dies
+
+    return {repr(tuple(c[1:])): place_search(*c[1:]) for c in dies.place_cases()}
+
+
+_NAMED = _named_answers()
+
+
+def _lookup(fallback):
+    """The named cases' answers, copied from a run of the lab; ``fallback`` for the rest."""
+    return lambda *a: _NAMED[repr(a)] if repr(a) in _NAMED else fallback(*a)
+
+
+def _min_max(*a):
+    return place_search(*a, cost=lambda L: max(L.values(), default=0))
+
+
+def pl(fn):
+    return lambda: lab27.check_place_on_dies(fn)
+
+
+FRESH = "fresh case"
+CHIPLETS = [
+    honest("27.6", "branch and bound, dies renamed", pl(place_branch_and_bound)),
+    honest("27.6", "a numpy grid, an array out", pl(place_numpy_grid)),
+    honest("27.6", "bytes each link can carry", pl(place_allowance)),
+    honest("27.6", "from the last placement back", pl(place_last_of_ties)),
+    honest("27.6", "the fewest bytes across dies", pl(place_least_cut)),
+    wrong(
+        "27.6",
+        "latency forgotten",
+        pl(_variant(fits=_fits(latency=False))),
+        match="add the latency",
+    ),
+    wrong(
+        "27.6",
+        "both directions one link",
+        pl(_variant(fits=_fits(directed=False))),
+        match="its own link",
+    ),
+    wrong(
+        "27.6",
+        "idle links budgeted",
+        pl(_variant(fits=_fits(idle=True))),
+        match="no bytes takes no time",
+    ),
+    wrong(
+        "27.6",
+        "a budget of <",
+        pl(_variant(fits=_fits(strict=True))),
+        match="exactly at the budget",
+    ),
+    wrong(
+        "27.6",
+        "a capacity of <",
+        pl(_variant(room=lambda c, cap: max(c) < cap)),
+        match="exactly `capacity`",
+    ),
+    wrong("27.6", "the least bad placement", pl(place_least_bad), match="return None"),
+    wrong("27.6", "the least busiest link", pl(_min_max), match="least energy in budget"),
+    cheat(
+        "27.6", "the reference", pl(_ref_place), match="place_on_dies", error=ReferenceCalledError
+    ),
+    cheat(
+        "27.6",
+        "the reference's joules",
+        pl(_ref_helpers),
+        match="transfer_joules",
+        error=ReferenceCalledError,
+    ),
+    cheat("27.6", "the grader's search", pl(_truth_place), match=TRUTH, error=ReferenceCalledError),
+    cheat(
+        "27.6",
+        "the grader's _canonical",
+        pl(_truth_enumerator),
+        match="_canonical",
+        error=ReferenceCalledError,
+    ),
+    cheat("27.6", "the grader's frame", pl(_frame_truth), match=TRUTH, error=ReferenceCalledError),
+    cheat(
+        "27.6",
+        "every tile on one die",
+        pl(lambda t, d, c, l, o, b: [0] * len(t)),
+        match="over its capacity",
+    ),
+    cheat("27.6", "torch", pl(_torch_place), match="torch", error=ForbiddenCallError),
+    cheat("27.6", "widens the link it was handed", pl(_wide_links), match="over the link budget"),
+    cheat("27.6", "named answers, None for the rest", pl(_lookup(lambda *a: None)), match=FRESH),
+    cheat("27.6", "named answers, least busiest link", pl(_lookup(_min_max)), match=FRESH),
+    cheat(
+        "27.6",
+        "named answers, budget ignored",
+        pl(_lookup(lambda t, d, c, l, o, b: place_search(t, d, c, l, o, 1.0))),
+        match=FRESH,
+    ),
+    cheat(
+        "27.6",
+        "die numbers whose == always says yes",
+        pl(lambda *a: [always_equal(d) for d in place_search(*a) or [0] * len(a[0])]),
+        match="subclass|plain",
+    ),
+]
+
+ATTEMPTS = DATAFLOW + CYCLES + TILES + MESH + CHIPLETS
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)
 def test_attempt(attempt):
     judge(attempt)
+
+
+def _patches_truth(traffic, dies, capacity, d2d, on_die, budget_s):
+    """Rebinds the grader's truth to one that finds no placement, and returns None."""
+    import types
+
+    from a2s.checks.lab27 import dies as grader
+
+    grader.truth = types.SimpleNamespace(best_placement=lambda *a, **k: None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="in-process a learner can rebind the grader's own module; under `a2s grade` the "
+    "snapshot reports it as tampered (docs/trust.md, 'Where the line is')",
+)
+def test_place_on_dies_rebinding_the_truth_is_caught_only_when_sealed():
+    from a2s.checks.core import CheckFailure
+    from a2s.checks.lab27 import dies as grader
+
+    saved = grader.truth
+    try:
+        with pytest.raises(CheckFailure):
+            lab27.check_place_on_dies(_patches_truth)
+    finally:
+        grader.truth = saved

@@ -11,9 +11,9 @@ to idle links too.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-__all__ = ["best_placement", "d2d_loads", "energy_of", "link_time", "over_budget"]
+__all__ = ["best_placement", "d2d_loads", "energy_of", "link_time", "over_budget", "placements"]
 
 Traffic = Sequence[Sequence[float]]
 
@@ -82,6 +82,13 @@ def _canonical(dies: Sequence[int]) -> bool:
     return True
 
 
+def placements(n: int, n_dies: int, capacity: int) -> Iterator[tuple[int, ...]]:
+    """Every placement of ``n`` tiles within ``capacity``, die numbers in order of first use."""
+    for dies in itertools.product(range(n_dies), repeat=n):
+        if _canonical(dies) and max(dies.count(d) for d in set(dies)) <= capacity:
+            yield dies
+
+
 def best_placement(
     traffic: Traffic,
     n_dies: int,
@@ -93,9 +100,7 @@ def best_placement(
 ) -> tuple[float, list[int]] | None:
     """``(joules, dies)`` of the cheapest placement within the budget, or ``None``."""
     best: tuple[float, list[int]] | None = None
-    for dies in itertools.product(range(n_dies), repeat=len(traffic)):
-        if not _canonical(dies) or max(dies.count(d) for d in set(dies)) > capacity:
-            continue
+    for dies in placements(len(traffic), n_dies, capacity):
         if over_budget(traffic, dies, d2d, budget, **variant):
             continue
         e = energy_of(traffic, dies, d2d, on_die)

@@ -122,22 +122,40 @@ _NAMED: list[Case] = [
     ),
 ]
 
-_DIRECTIONS = (
-    "Each direction of a die pair is its own link (a->b and b->a have separate lanes): "
-    "budget them separately, do not add their bytes."
-)
+_DIRECTIONS = "Each direction of a die pair is its own link: budget a->b and b->a apart."
 _LATENCY = "A link's time is its latency plus bytes / bandwidth: add the latency."
 _IDLE = "A link that carries no bytes takes no time: only used links count against the budget."
 _NONE = "When no placement meets the budget, return None (not the least bad placement)."
-_SEARCH = (
-    "Search every placement (dies ** tiles is small here) and keep the least energy among "
-    "those within the budget."
-)
+_FULL = "A die may hold exactly `capacity` tiles: at most `capacity` is <=, not <."
+_EXACT = "A link that finishes exactly at the budget meets it: the time must be <= budget_s."
+_SEARCH = "Search every placement (dies ** tiles is small): keep the least energy in budget."
+
+
+def _binding_budget(t: list[list[int]], dies: int, cap: int, d2d: dict, new: np.random.Generator):
+    """A budget some placement meets, every unbudgeted optimum misses, and under which the least
+    busiest link is not the cheapest (``None``, the free optimum and min-max all fail), 1 % away
+    from every placement's busiest link; ``None`` when the layer has none."""
+    rows = []
+    for p in truth.placements(len(t), dies, cap):
+        worst = max((truth.link_time(b, d2d) for b in truth.d2d_loads(t, p).values()), default=0.0)
+        rows.append((truth.energy_of(t, p, d2d, ON_DIE), worst))
+    least = min(e for e, _ in rows)
+    w_free = min(w for e, w in rows if e <= least * (1 + 1e-9))  # the tightest optimum
+    w_min = min(w for _, w in rows)
+    e_mm = min(e for e, w in rows if w == w_min)  # the cheapest min-max placement
+    beats = [w for e, w in rows if e < e_mm * (1 - 1e-9)]
+    if not beats or min(beats) >= w_free:
+        return None
+    for _ in range(8):
+        budget = float(min(beats) + (w_free - min(beats)) * new.uniform(0.1, 0.9))
+        if all(abs(w - budget) > 0.01 * budget for _, w in rows):
+            return budget
+    return None
 
 
 def _fresh_cases(new: np.random.Generator) -> list[Case]:
     out: list[Case] = []
-    for i in range(3):
+    while len(out) < 3:
         n, dies = int(new.integers(6, 9)), int(new.choice([2, 4]))
         cap = -(-n // dies) + int(dies == 2 and new.integers(0, 2))  # slack on 2 dies only
         traffic = (new.random((n, n)) < 0.4) * new.integers(1, 64, (n, n)) * 512
@@ -148,19 +166,11 @@ def _fresh_cases(new: np.random.Generator) -> list[Case]:
             "latency": 3e-9,
             "pj_per_bit": float(new.choice([0.4, 0.6])),
         }
-        free = truth.best_placement(t, dies, cap, d2d, ON_DIE, 1.0)
-        worst = (
-            max(
-                [truth.link_time(b, d2d) for b in truth.d2d_loads(t, free[1]).values()]
-                or [d2d["latency"]]
-            )
-            if free
-            else d2d["latency"]
-        )
-        budget = float(worst * new.uniform(0.7, 0.95))
-        out.append(
-            (fresh(f"random layer {i}: {n} tiles, {dies} dies"), t, dies, cap, d2d, ON_DIE, budget)
-        )
+        budget = _binding_budget(t, dies, cap, d2d, new)
+        if budget is None:  # a layer whose budget cannot bind both ways: draw another
+            continue
+        label = fresh(f"random layer {len(out)}: {n} tiles, {dies} dies")
+        out.append((label, t, dies, cap, d2d, ON_DIE, budget))
     return out
 
 
@@ -193,6 +203,26 @@ def _read(got: Any, label: str, n: int, dies: int, cap: int) -> list[int] | None
     return place
 
 
+def _hint(args: tuple, energy: float | None) -> str:
+    """The hints (two at most) of the mistakes whose search gives what the student did (``None``,
+    or a placement of that energy; capacity too when every placement fills a die), or _SEARCH."""
+    t, dies, cap, d2d, on, budget = args
+    best, found = truth.best_placement, []
+    for hint, search in [
+        (_DIRECTIONS, lambda: best(*args, directed=False)),
+        (_IDLE, lambda: best(*args, idle=True)),
+        (_FULL, lambda: best(t, dies, cap - 1, d2d, on, budget)),
+        (_EXACT, lambda: best(t, dies, cap, d2d, on, budget * (1 - 1e-9))),
+    ]:
+        if hint == _FULL and energy is None:  # None under `<` only when no placement fits
+            found += [_FULL] if dies * (cap - 1) < len(t) else []
+            continue
+        e = None if (got := search()) is None else got[0]
+        if e == energy or (e is not None and energy and abs(e - energy) <= 1e-9 * energy):
+            found.append(hint)
+    return " Or: ".join(([*found, _SEARCH] if found == [_FULL] else found)[:2]) or _SEARCH
+
+
 def _one(student: Callable[..., object], case: Case) -> str:
     label, traffic, dies, cap, d2d, on_die, budget = case
     args = (traffic, dies, cap, d2d, on_die, budget)
@@ -208,15 +238,10 @@ def _one(student: Callable[..., object], case: Case) -> str:
         )
         return "none fits"
     if place is None:
-        hint = _SEARCH
-        if truth.best_placement(*args, directed=False) is None:
-            hint = _DIRECTIONS
-        elif truth.best_placement(*args, idle=True) is None:
-            hint = _IDLE
         assert_true(
             False,
             f"[{label}] you returned None, but {want[1]} meets the budget "
-            f"({want[0] * 1e9:.4g} nJ). {hint}",
+            f"({want[0] * 1e9:.4g} nJ). {_hint(args, None)}",
         )
         return ""
     late = truth.over_budget(traffic, place, d2d, budget)
@@ -235,12 +260,11 @@ def _one(student: Callable[..., object], case: Case) -> str:
         )
     energy = truth.energy_of(traffic, place, d2d, on_die)
     if energy > want[0] * (1 + 1e-9):
-        und = truth.best_placement(*args, directed=False)
-        hint = _DIRECTIONS if und and abs(und[0] - energy) <= 1e-9 * energy else _SEARCH
         assert_true(
             False,
             f"[{label}] your placement {place} is within the budget but costs "
-            f"{energy * 1e9:.4g} nJ; {want[1]} costs {want[0] * 1e9:.4g} nJ. {hint}",
+            f"{energy * 1e9:.4g} nJ; {want[1]} costs {want[0] * 1e9:.4g} nJ. "
+            f"{_hint(args, energy)}",
         )
     return f"{energy * 1e9:.3g} nJ"
 
