@@ -461,7 +461,7 @@ GREEDY = [
         "34.2",
         "drafts 2 gamma tokens a pass",
         _g(lambda t, d, p, n, g: spec_greedy(t, d, p, n, 2 * g)),
-        match="draft calls for",
+        match="draft calls for|target passes, more than",
     ),
     cheat("34.2", "the reference", _g(greedy_reference), match="reference", error=REF),
     cheat("34.2", "the grader's greedy loop", _g(greedy_truth), match="reference|truth", error=REF),

@@ -186,7 +186,8 @@ def check_speculative_greedy(speculative_greedy: Callable[..., Any]) -> str:
         )
         passes, produced = passes + target.calls, produced + n
     return (
-        f"4 prompts (1 fresh) decode exactly as plain greedy; {passes} target passes for "
+        f"4 prompts (1 fresh) decode exactly as plain greedy of the target (the tiny GPT, "
+        f"jittered by a secret draw); {passes} target passes for "
         f"{produced} tokens ({produced / max(passes, 1):.2f} tokens per pass, counted by the "
         "grader)"
     )
