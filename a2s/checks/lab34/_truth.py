@@ -265,7 +265,10 @@ def evictions(
     ]
     if variant == "oldest":
         cands = [(0.0, p) for _, p in cands]
-    cands.sort(key=lambda mp: (-mp[0], mp[1]) if variant == "highest" else mp)
+    if variant == "newer":
+        cands.sort(key=lambda mp: (mp[0], -mp[1]))
+    else:
+        cands.sort(key=lambda mp: (-mp[0], mp[1]) if variant == "highest" else mp)
     return sorted(p for _, p in cands[: max(need, 1 if variant == "always" else 0)])
 
 

@@ -8,10 +8,18 @@ greedy decoding of the target (a loop written in ``_truth``), with no more targe
 greedy speculative decoding needs (counted by ``_truth.greedy_spec_calls``) and at most
 ``gamma`` draft calls per target pass. Contexts stay within the model's 32-token block, where
 greedy equality is exact.
+
+The target is the shipped checkpoint with every weight jittered by a secret draw per check
+(``_JITTER`` of each matrix's spread) and the draft its ternary copy: a forward written from
+the checkpoint file (``np.load`` of ``tiny_gpt.npz``) is not the target and does not know its
+argmaxes, so the counted passes cannot be replaced by uncounted ones. The child's copies of
+both models are zeroed before the learner's code runs.
 """
 
 from __future__ import annotations
 
+import copy
+import secrets
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -38,18 +46,37 @@ BLOCKS = (
 _BLOCK = 32
 
 
+_JITTER = 0.4
+
+
 @cache
-def models() -> tuple[Any, Any]:
-    """(the tiny GPT in float64, its draft: the same GPT with ternary weights, every matrix
-    row rounded to {-s, 0, s} with s its largest magnitude)."""
+def _shipped() -> Any:
     from minitorch.model.checkpoint import load_pretrained
 
-    target, draft = load_pretrained(np.float64), load_pretrained(np.float64)
-    for p in draft.parameters():
+    return load_pretrained(np.float64)
+
+
+def models(seed: int | None = None) -> tuple[Any, Any]:
+    """(the target: the tiny GPT in float64 with every weight jittered by N(0, _JITTER x its
+    tensor's std), drawn from ``seed`` (a secret one when None); its draft: the same GPT with
+    ternary weights, every matrix row rounded to {-s, 0, s} with s its largest magnitude)."""
+    g = np.random.default_rng(secrets.randbits(128) if seed is None else seed)
+    target, draft = copy.deepcopy(_shipped()), copy.deepcopy(_shipped())
+    for p, d in zip(target.parameters(), draft.parameters(), strict=True):
+        p.data += _JITTER * p.data.std() * g.standard_normal(p.data.shape)
+        d.data[...] = p.data
         if p.data.ndim == 2:
             s = np.abs(p.data).max(axis=1, keepdims=True)
-            p.data[...] = np.round(p.data / np.where(s > 0, s, 1.0)) * s
+            d.data[...] = np.round(p.data / np.where(s > 0, s, 1.0)) * s
     return target, draft
+
+
+def _apart(student: Callable[..., Any], zero: tuple[Any, ...], *args: Any) -> Any:
+    """Child side: zero this process's copy of the models, then run the learner's function."""
+    for m in zero:
+        for p in m.parameters():
+            p.data[...] = 0.0
+    return student(*args)
 
 
 def _target(tokens: Any) -> Any:
@@ -105,7 +132,9 @@ def check_speculative_greedy(speculative_greedy: Callable[..., Any]) -> str:
         target = _Counted(lambda t: gpt_rows(model, t), "target", _BLOCK)
         draft = _Counted(lambda t: gpt_rows(small, t), "draft", _BLOCK)
         got = run_apart(
+            _apart,
             speculative_greedy,
+            (model, small),
             _target,
             _draft,
             list(prompt),
@@ -157,6 +186,8 @@ def check_speculative_greedy(speculative_greedy: Callable[..., Any]) -> str:
         )
         passes, produced = passes + target.calls, produced + n
     return (
-        f"4 prompts (1 fresh) decode exactly as plain greedy; {passes} target passes for "
-        f"{produced} tokens ({produced / passes:.2f} tokens per pass, counted by the grader)"
+        f"4 prompts (1 fresh) decode exactly as plain greedy of the target (the tiny GPT, "
+        f"jittered by a secret draw); {passes} target passes for "
+        f"{produced} tokens ({produced / max(passes, 1):.2f} tokens per pass, counted by the "
+        "grader)"
     )

@@ -6,6 +6,9 @@ latent c_Q mapped by A_i into the KV latent space, the weighted latent mapped by
 output; ``_truth.mla_from_latent``) and compares with MLA head by head with K and V
 materialised (``_truth.mla_naive_loop``, DeepSeek-V2 section 2.1). The learner never writes
 the attention: equal outputs prove the matrices absorb W_UK into the query and W_UV into W_O.
+The learner's function runs in a forked child (:func:`~a2s.checks.harness.run_apart`), so a
+patch of this module's compare or attention changes only the child's copy; the fresh case
+draws its weights from the run's fresh seed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.compare import close
 from a2s.checks.core import CheckFailure, fresh_rng, grader, plain, rng
+from a2s.checks.harness import run_apart
 from a2s.checks.lab34._truth import absorbed_truth, mla_from_latent, mla_naive_loop
 
 __all__ = ["check_absorb"]
@@ -38,16 +42,18 @@ def _weights(cfg: Any, g: np.random.Generator) -> dict[str, np.ndarray]:
     return {k: g.standard_normal(s) / np.sqrt(s[1]) for k, s in shapes.items()}
 
 
-def _cases() -> list[tuple[str, Any]]:
+def _cases() -> list[tuple[str, Any, np.random.Generator]]:
+    """(label, config, the generator of its weights and inputs): the fresh case draws its
+    weights from the run's fresh seed, so answers replayed from an earlier run miss it."""
     from minitorch.model.mla import MLAConfig
 
-    f = fresh_rng("34.4")
+    g, f = rng(3404), fresh_rng("34.4")
     dc = int(f.choice([4, 6, 8]))
     return [
-        ("4 heads, d_c 8, d_c' 16, RoPE 4", MLAConfig(32, 4, 8, 8, 16, 4)),
-        ("d_c == d_c' (square blocks), no RoPE part", MLAConfig(24, 3, 8, 8, 8, 0)),
-        ("one head", MLAConfig(16, 1, 8, 4, 12, 2)),
-        (fresh(f"2 heads, d_c {dc}"), MLAConfig(16, 2, 6, dc, 10, 2)),
+        ("4 heads, d_c 8, d_c' 16, RoPE 4", MLAConfig(32, 4, 8, 8, 16, 4), g),
+        ("d_c == d_c' (square blocks), no RoPE part", MLAConfig(24, 3, 8, 8, 8, 0), g),
+        ("one head", MLAConfig(16, 1, 8, 4, 12, 2), g),
+        (fresh(f"2 heads, d_c {dc}"), MLAConfig(16, 2, 6, dc, 10, 2), f),
     ]
 
 
@@ -70,10 +76,11 @@ def _hint(a: np.ndarray, b: np.ndarray, ta: np.ndarray, tb: np.ndarray) -> str:
 @grader("34.4", blocks=("minitorch.model.mla",), allow=("MLAConfig",), hand="replay")
 def check_absorb(absorb: Callable[..., Any]) -> str:
     """Exercise 34.4: absorb(w, cfg) -> (A (H, d_c, d_c'), B (H, d, d_c))."""
-    g = rng(3404)
-    for label, cfg in _cases():
+    for label, cfg, g in _cases():
         w = _weights(cfg, g)
-        got = plain(absorb({k: v.copy() for k, v in w.items()}, cfg), what="(A, B)", case=label)
+        # apart: a learner's patch of this module, its truth or its compare stays in the child
+        got = run_apart(absorb, {k: v.copy() for k, v in w.items()}, cfg)
+        got = plain(got, what="(A, B)", case=label)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise CheckFailure(f"[{label}] return the pair (A, B).")
         try:

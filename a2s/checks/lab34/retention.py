@@ -35,6 +35,7 @@ _HINTS = {
     "recent": "Never evict the `recent` newest tokens, whatever their mass (they have had "
     "few queries to collect it).",
     "always": "Evict only when the cache is over budget, and only len(kept) - budget tokens.",
+    "newer": "On equal mass evict the OLDER token first (sort by (mass, position)).",
 }
 
 
@@ -50,8 +51,9 @@ class _Stream:
         recent: int,
         g: np.random.Generator,
         sink_bias: float = 2.5,
+        quantum: float = 0.0,
     ) -> None:
-        self.sink_bias = sink_bias
+        self.sink_bias, self.quantum = sink_bias, quantum
         self.label, self.n, self.budget, self.sinks, self.recent = label, n, budget, sinks, recent
         self.g, self.step = g, 0
         self.kept: list[int] = []
@@ -73,6 +75,8 @@ class _Stream:
         ) + self.g.standard_normal(len(self.kept))
         att = np.exp(logits - logits.max())
         att /= att.sum()
+        if self.quantum:  # attention in whole quanta: equal masses, ties broken by age
+            att = np.round(att / self.quantum) * self.quantum
         for p, a in zip(self.kept, att, strict=True):
             self.mass[p] += float(a)
 
@@ -152,6 +156,16 @@ def check_evict(evict: Callable[..., Any]) -> str:
         _Stream("40 tokens, budget 6: 1 sink + 3 recent + 2 by mass", 40, 6, 1, 3, g),
         _Stream("no sinks, budget 5, recent 5: a plain window", 24, 5, 0, 5, g),
         _Stream("sinks that draw little attention are kept anyway", 32, 8, 2, 2, g, -3.0),
+        _Stream(
+            "attention in eighths: equal masses, the older evicted first",
+            40,
+            8,
+            1,
+            2,
+            g,
+            1.0,
+            0.125,
+        ),
         _Stream(fresh(f"48 tokens, budget {fb}"), 48, fb, 2, 3, f),
     ]
     for s in streams:

@@ -3,7 +3,9 @@
 With gamma draft tokens each accepted with probability alpha, independently, a step emits
 i + 1 tokens when the first i are accepted and the next is not, and gamma + 1 when all are:
 E = sum_{i=0}^{gamma} alpha^i = (1 - alpha^(gamma + 1)) / (1 - alpha) (Leviathan et al. 2023).
-The truth is that sum, written as a loop; alpha = 1 gives gamma + 1.
+The truth is that sum, written as a loop; alpha = 1 gives gamma + 1. Each case runs the
+learner's function in a forked child (:func:`~a2s.checks.harness.run_apart`): the grader's
+frames, where the expected value lies, are not on its stack.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from a2s.checks.cases import Mistake
 from a2s.checks.compare import number
 from a2s.checks.core import grader
+from a2s.checks.harness import run_apart
 from a2s.checks.lab34._truth import tokens_per_pass
 from a2s.checks.table import Table
 
@@ -66,6 +69,8 @@ SPEEDUP = Table(
     hint="E[tokens per target pass] = sum_{i=0}^{gamma} alpha^i = "
     "(1 - alpha^(gamma + 1)) / (1 - alpha), and gamma + 1 at alpha = 1.",
     read=_read,
+    # each case in a forked child: the cases' frames (and ``want``) are not the learner's to read
+    prepare=lambda f: lambda *args: run_apart(f, *args),
     same=lambda got, want: bool(np.isclose(got, want, rtol=1e-9, atol=1e-12)),
     what="expected_tokens",
     message="[{label}] expected_tokens returned {got!r}, expected {want:.6g}.{hint}",
