@@ -12,7 +12,7 @@ says yes, a replayed table, frames, ``gc``, a patched grader module):
 * 34.2: the target rebuilt from ``tiny_gpt.npz`` with unblocked parts (``np.load`` + ``Block``),
   an uncounted forward, used alone or padded with one counted pass; the grader's GPT found
   through ``gc`` in the child. Both passed before: the target is now the checkpoint jittered
-  by a secret draw per check, and the child's copy of the models is zeroed;
+  by a fresh draw per check, and the child's copy of the models is zeroed;
 * 34.4: answers recorded on one run and replayed on the next (the fresh case's weights were
   drawn from the fixed seed; they now come from the fresh seed);
 * 34.5: a policy tuned to the score pattern (sinks and a few heavy tokens) without the rule.

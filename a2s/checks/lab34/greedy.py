@@ -9,17 +9,17 @@ greedy speculative decoding needs (counted by ``_truth.greedy_spec_calls``) and 
 ``gamma`` draft calls per target pass. Contexts stay within the model's 32-token block, where
 greedy equality is exact.
 
-The target is the shipped checkpoint with every weight jittered by a secret draw per check
-(``_JITTER`` of each matrix's spread) and the draft its ternary copy: a forward written from
-the checkpoint file (``np.load`` of ``tiny_gpt.npz``) is not the target and does not know its
-argmaxes, so the counted passes cannot be replaced by uncounted ones. The child's copies of
-both models are zeroed before the learner's code runs.
+The target is the shipped checkpoint with every weight jittered by a draw of the check's
+fresh seed (new each grading run; ``_JITTER`` of each matrix's spread) and the draft its
+ternary copy: a forward written from the checkpoint file (``np.load`` of ``tiny_gpt.npz``)
+is not the target and does not know its argmaxes, so the counted passes cannot be replaced
+by uncounted ones. The child's copies of both models are zeroed before the learner's code
+runs.
 """
 
 from __future__ import annotations
 
 import copy
-import secrets
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -57,13 +57,16 @@ def _shipped() -> Any:
 
 
 def models(seed: int | None = None) -> tuple[Any, Any]:
-    """(the target: the tiny GPT in float64 with every weight jittered by N(0, _JITTER x its
-    tensor's std), drawn from ``seed`` (a secret one when None); its draft: the same GPT with
-    ternary weights, every matrix row rounded to {-s, 0, s} with s its largest magnitude)."""
-    g = np.random.default_rng(secrets.randbits(128) if seed is None else seed)
+    """(the target: the tiny GPT in float64, as shipped when ``seed`` is None (the notebook's
+    demo), else with every weight jittered by N(0, _JITTER x its tensor's std) drawn from
+    ``seed`` (the check's, drawn with its fresh cases: new each grading run, replayed by
+    ``A2S_SEED``); its draft: the same GPT with ternary weights, every matrix row rounded to
+    {-s, 0, s} with s its largest magnitude)."""
+    g = None if seed is None else np.random.default_rng(seed)
     target, draft = copy.deepcopy(_shipped()), copy.deepcopy(_shipped())
     for p, d in zip(target.parameters(), draft.parameters(), strict=True):
-        p.data += _JITTER * p.data.std() * g.standard_normal(p.data.shape)
+        if g is not None:
+            p.data += _JITTER * p.data.std() * g.standard_normal(p.data.shape)
         d.data[...] = p.data
         if p.data.ndim == 2:
             s = np.abs(p.data).max(axis=1, keepdims=True)
@@ -126,7 +129,7 @@ def _cases() -> list[tuple[str, list[int], int, int]]:
 @grader("34.2", blocks=BLOCKS, hand="budget")
 def check_speculative_greedy(speculative_greedy: Callable[..., Any]) -> str:
     """Exercise 34.2: speculative_greedy(target, draft, prompt, n, gamma) -> prompt + n tokens."""
-    model, small = models()
+    model, small = models(int(fresh_rng("34.2 target").integers(2**62)))
     passes = produced = 0
     for label, prompt, n, gamma in _cases():
         target = _Counted(lambda t: gpt_rows(model, t), "target", _BLOCK)
@@ -187,7 +190,7 @@ def check_speculative_greedy(speculative_greedy: Callable[..., Any]) -> str:
         passes, produced = passes + target.calls, produced + n
     return (
         f"4 prompts (1 fresh) decode exactly as plain greedy of the target (the tiny GPT, "
-        f"jittered by a secret draw); {passes} target passes for "
+        f"jittered anew each run); {passes} target passes for "
         f"{produced} tokens ({produced / max(passes, 1):.2f} tokens per pass, counted by the "
         "grader)"
     )
