@@ -16,6 +16,7 @@ from typing import Any
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
 from a2s.checks.lab36._truth import CPU, divergence
+from a2s.checks.lab36.intact import intact
 from a2s.checks.table import Table
 
 __all__ = ["check_first_divergence"]
@@ -113,6 +114,13 @@ _MISTAKES = (
         "is exactly the timing bug to find.",
         answer=lambda e, log, k: divergence(e, log, k, pc_only=True),
     ),
+    Mistake(
+        " 'missing' is reported at the log's last cycle (len(log), cycles numbered from 1), "
+        "the one after which nothing more came.",
+        when=lambda got, e, log, k: (
+            got in (divergence(e, log, k, end=1), divergence(e, log, k, end=-1))
+        ),
+    ),
 )
 
 DIVERGENCE = Table(
@@ -133,7 +141,8 @@ DIVERGENCE = Table(
 @grader("36.5", blocks=CPU)
 def check_first_divergence(student: Callable[..., Any]) -> str:
     """Exercise 36.5: first_divergence(expected, log, k) -> None or (kind, cycle, index)."""
-    n = DIVERGENCE.grade(student)
+    with intact():
+        n = DIVERGENCE.grade(student)
     return (
         f"{n} logs judged exactly like the grader's lock-step loop (mismatch, extra, hang, missing)"
     )
