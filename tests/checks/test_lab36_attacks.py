@@ -26,6 +26,7 @@ the frame cheat is kept as ``xfail(strict=True)``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import sys
@@ -56,7 +57,7 @@ from tests.checks.test_lab36 import (
     pipeline_cycles,
 )
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
-from tests.helpers.graders import always_equal
+from tests.helpers.graders import always_equal, rejects
 
 REF = ReferenceCalledError
 DOT20 = tuple(map(tuple, _truth.steps(programs.dot([1] * 20).text, programs.dot([1] * 20).mem)))
@@ -309,6 +310,12 @@ cycles_off_by_one = _cycles(first=1)
 cycles_store_no_bubble = _cycles(store_fwd=True)
 
 
+def cycles_every_branch(trace, forwarding=True):
+    """Every branch pays the flush, taken or not (and a jump too)."""
+    marked = [(*t[:4], t[0] in B_FUNCT3 or t[0] == "jal" or t[4]) for t in trace]
+    return _cycles()(marked, forwarding)
+
+
 def cycles_paid_last(trace, forwarding=True):
     return cycles_by_stage(trace, forwarding) + (2 if trace and trace[-1][4] else 0)
 
@@ -443,6 +450,24 @@ mispredict_add = _mp(op=lambda a, b: a + b)
 def mispredict_via_branch(trace, scheme, k):
     pred = branch.Gshare(k) if scheme == "gshare" else branch.Bimodal(k)
     return branch.mispredictions(pred, [branch.BranchEvent(pc, pc, t) for pc, t in trace])
+
+
+_MADE = {
+    (s, k): (
+        branch.Gshare(k) if s == "gshare" else branch.Bimodal(k, *((0, 1) if s == "1bit" else ()))
+    )
+    for s in ("1bit", "2bit", "gshare")
+    for k in range(11)
+}
+
+
+def mispredict_premade(trace, scheme, k):
+    """Predictors built before the grading: only their methods are called inside."""
+    pred, wrong = copy.deepcopy(_MADE[scheme, k]), 0
+    for pc, taken in trace:
+        wrong += pred.predict(pc, pc) != taken
+        pred.update(pc, pc, taken)
+    return wrong
 
 
 def mispredict_via_truth(trace, scheme, k):
@@ -623,6 +648,14 @@ diverge_pcs = _div(pc_only=True)
 diverge_missing_late = _div(end=1)
 
 
+def diverge_after_fill(expected, log, k=10):
+    """No hang is looked for before the first retire (the fill "does not count")."""
+    got = first_divergence(expected, log, k)
+    if got and got[0] == "hang" and got[2] == 0:
+        return _div(late=10**9)(expected, log, k)
+    return got
+
+
 def diverge_via_debug(expected, log, k=10):
     debug.describe(None)
     return first_divergence(expected, log, k)
@@ -719,6 +752,7 @@ ATTEMPTS = [
     honest("36.2", "stage occupancy, cycle by cycle", run(P, cycles_by_stage)),
     honest("36.2", "recursive over the trace", run(P, cycles_recursive)),
     wrong("36.2", "no load-use bubble", run(P, cycles_no_bubble), match="load-use bubble"),
+    wrong("36.2", "every branch flushes", run(P, cycles_every_branch), match="taken branches"),
     wrong("36.2", "paid last redirect", run(P, cycles_paid_last), match="last instruction"),
     wrong("36.2", "x0 a dependence", run(P, cycles_x0), match="x0"),
     wrong("36.2", "one flushed slot", run(P, cycles_one_flush), match="two"),
@@ -741,6 +775,7 @@ ATTEMPTS = [
     wrong("36.3", "taken at 1", run(M, mispredict_low), match="2 or 3"),
     wrong("36.3", "gshare adds", run(M, mispredict_add), match="XOR"),
     cheat("36.3", "branch.Bimodal/Gshare", run(M, mispredict_via_branch), "reference", REF),
+    cheat("36.3", "predictors built beforehand", run(M, mispredict_premade), "reference", REF),
     cheat("36.3", "the grader's truth", run(M, mispredict_via_truth), "reference|grader", REF),
     cheat("36.3", "the named counts replayed", run(M, mispredict_memorised), "the table misses"),
     cheat("36.3", "the trace emptied in place", run(M, mispredict_empties), "table misses"),
@@ -763,6 +798,7 @@ ATTEMPTS = [
     wrong("36.5", "cycles from 0", run(D, diverge_zero_based), match="numbered from 1"),
     wrong("36.5", "a silent early stop", run(D, diverge_quiet), match="missing"),
     wrong("36.5", "a hang one cycle late", run(D, diverge_late), match="k cycles in a row"),
+    wrong("36.5", "no hang in the fill", run(D, diverge_after_fill), match="fill counts"),
     wrong("36.5", "pcs only", run(D, diverge_pcs), match="whole record"),
     wrong("36.5", "missing a cycle late", run(D, diverge_missing_late), "last cycle"),
     cheat("36.5", "debug.first_divergence", run(D, diverge_via_debug), "reference", REF),
@@ -799,3 +835,63 @@ _SEALED = "frame reflection is the sealed kernel's (a2s grade); in-process it re
 )
 def test_attempt(attempt):
     judge(attempt)
+
+
+# --------------------------------------------------------------------------- the musts
+def _odd_branch_unchecked(op, rd=0, rs1=0, rs2=0, imm=0):
+    if op in ("blt", "bge") and imm % 2 and -4096 <= imm <= 4094:
+        return encode(op, rd, rs1, rs2, imm - 1)
+    return encode(op, rd, rs1, rs2, imm)
+
+
+def test_encode_refuses_every_ops_range_edges():
+    rejects(E, encode_no_load_check, match=r"\[(lw|jalr) imm .*must raise ValueError")
+    rejects(E, encode_branch_high, match=r"imm -4098 .*must raise ValueError")
+
+
+def test_encode_refuses_a_bad_register_in_every_field():
+    rejects(E, encode_no_rs2_check, match=r"rs2=.*must raise ValueError")
+
+
+def test_encode_refuses_an_odd_offset_on_every_branch():
+    rejects(E, _odd_branch_unchecked, match=r"\[b(lt|ge) imm -4095 .*must raise ValueError")
+
+
+def test_encode_refuses_an_error_that_only_names_value_error():
+    rejects(E, encode_says_value_error, match="raise ValueError for an operand")
+
+
+def test_pipeline_cycles_rejects_one_flushed_slot():
+    rejects(P, cycles_one_flush, match="two cycles per redirect")
+
+
+def test_critical_path_rejects_a_one_cycle_load():
+    rejects(C, chain_fast_load, match="A lw takes 2 cycles")
+
+
+def test_first_divergence_rejects_no_hang_in_the_fill():
+    rejects(D, diverge_after_fill, match="fill counts too")
+
+
+def test_first_divergence_rejects_missing_a_cycle_late():
+    rejects(D, diverge_missing_late, match="the log's last cycle")
+
+
+def test_every_check_keeps_its_truth_tables():
+    """A learner who rewrites the truth's tables fails, and the tables are put back."""
+    before = (dict(_truth.R_OPS), dict(_truth.LATENCY))
+    rejects(E, encode_patches_truth, match="changed the grader's own tables")
+    rejects(
+        C,
+        chain_patches_truth,
+        match="changed the grader's own tables|longest chain|accumulator chain",
+    )
+    assert (_truth.R_OPS, _truth.LATENCY) == before
+    E(encode)  # the grader still grades right after
+
+    def rebinds(trace):
+        _truth.LATENCY = {}
+        return chain_unit(trace)
+
+    rejects(C, rebinds, match="changed the grader's own tables|longest chain|accumulator chain")
+    assert _truth.LATENCY == before[1]

@@ -242,6 +242,7 @@ def divergence(
     base: int = 1,
     late: int = 0,
     quiet_end: bool = False,
+    after_first: bool = False,
     pc_only: bool = False,
     end: int = 0,
 ) -> tuple[str, int, int] | None:
@@ -255,7 +256,7 @@ def divergence(
             if not same:
                 return ("mismatch", c, i)
             i, last = i + 1, c
-        elif c - last >= k + late:
+        elif c - last >= k + late and (i or not after_first):
             return ("hang", c, i)
     if i < len(expected) and not quiet_end:
         return ("missing", len(log) + base - 1 + end, i)

@@ -105,6 +105,11 @@ _MISTAKES = (
         ),
     ),
     Mistake(
+        " The pipeline's fill counts too: a hang is k empty cycles in a row from cycle 0, "
+        "before the first retire as after any other.",
+        answer=lambda e, log, k: divergence(e, log, k, after_first=True),
+    ),
+    Mistake(
         " A log that ends before the golden trace does is a divergence too ('missing'): the "
         "pipeline stopped early.",
         answer=lambda e, log, k: divergence(e, log, k, quiet_end=True),
