@@ -21,7 +21,8 @@ Every attempt runs in-process against the grader (:mod:`tests.helpers.attacks`).
   ``==`` says yes, the handed-over trace or log emptied in place, the grader's frame read.
 
 Frame, ``gc`` and code-swap attacks are the sealed kernel's (``a2s grade``), see docs/trust.md:
-the frame cheat is kept as ``xfail(strict=True)``.
+the frame cheat is caught in-process by 36.1's error part and the closed forms of 36.2 and
+36.4, and kept as ``xfail(strict=True)`` for 36.3 and 36.5.
 """
 
 from __future__ import annotations
@@ -225,6 +226,14 @@ def encode_patches_truth(op, rd=0, rs1=0, rs2=0, imm=0):
 
 
 _ENCODED = {args: encode(*args) for _, args in encoder_named}
+
+
+def encode_skips_the_errors(op, rd=0, rs1=0, rs2=0, imm=0):
+    """Truncates, and rebinds the grader's helper so no bad operand is tried."""
+    from a2s.checks.lab36 import encoder
+
+    encoder._bad_cases = lambda g: []
+    return encode_truncating(op, rd, rs1, rs2, imm)
 
 
 def encode_always_equal(op, rd=0, rs1=0, rs2=0, imm=0):
@@ -745,6 +754,7 @@ ATTEMPTS = [
     cheat("36.1", "the assembler", run(E, encode_via_asm), "reference", REF),
     cheat("36.1", "the grader's truth", run(E, encode_via_truth), "reference|grader", REF),
     cheat("36.1", "the truth's funct7 table rewritten", run(E, encode_patches_truth)),
+    cheat("36.1", "the grader's bad operands rebound", run(E, encode_skips_the_errors), "tables"),
     cheat("36.1", "the named words replayed", run(E, encode_memorised), match="fields give"),
     cheat("36.1", "an int whose == says yes", run(E, encode_always_equal), match="plain"),
     # ------------------------------------------------------------------ 36.2 pipeline_cycles
@@ -808,18 +818,15 @@ ATTEMPTS = [
     cheat("36.5", "the named answers replayed", run(D, diverge_memorised), match="expected"),
     cheat("36.5", "a tuple whose == says yes", run(D, diverge_always_equal), "tuple|plain"),
 ]
-ATTEMPTS.append(
-    # the bad operands have no expected word to read: the error part catches it
-    cheat("36.1", "reads the grader's frame", run(E, _frame_reader(encode_memorised)), "raise")
-)
+ATTEMPTS += [
+    # the bad operands and the closed forms have no expected value in a frame to read
+    cheat("36.1", "reads the grader's frame", run(E, _frame_reader(encode_memorised)), "raise"),
+    cheat("36.2", "reads the grader's frame", run(P, _frame_reader(cycles_memorised)), "closed"),
+    cheat("36.4", "reads the grader's frame", run(C, _frame_reader(chain_memorised)), "chain"),
+]
 FRAMES = [
     cheat(ex, "reads the grader's frame", run(chk, _frame_reader(fn)))
-    for ex, chk, fn in [
-        ("36.2", P, cycles_memorised),
-        ("36.3", M, mispredict_memorised),
-        ("36.4", C, chain_memorised),
-        ("36.5", D, diverge_memorised),
-    ]
+    for ex, chk, fn in [("36.3", M, mispredict_memorised), ("36.5", D, diverge_memorised)]
 ]
 ATTEMPTS += FRAMES
 _SEALED = "frame reflection is the sealed kernel's (a2s grade); in-process it reads `want`"
@@ -895,3 +902,13 @@ def test_every_check_keeps_its_truth_tables():
 
     rejects(C, rebinds, match="changed the grader's own tables|longest chain|accumulator chain")
     assert _truth.LATENCY == before[1]
+
+
+def test_a_grader_helper_rebound_fails():
+    """The bad operands skipped by rebinding the grader's own helper: failed and put back."""
+    from a2s.checks.lab36 import encoder
+
+    real = encoder._bad_cases
+
+    rejects(E, encode_skips_the_errors, match="changed the grader's own tables")
+    assert encoder._bad_cases is real

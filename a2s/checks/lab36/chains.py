@@ -91,10 +91,10 @@ def check_critical_path(student: Callable[..., Any]) -> str:
         n = CHAINS.grade(student)
         for k in (5, 20):
             tr = _t(programs.dot([1] * k))
-            want = critical_path(tr)
+            chain = critical_path(tr)
             got = plain(student(tr), what="critical_path")
             assert_true(
-                got == k + 6 == want,
+                got == k + 6 == chain,
                 f"[dot n={k}] critical_path returned {got!r}; the accumulator chain is n + 1 + "
                 f"lat(lw) + lat(mul) = {k + 6}.",
             )

@@ -144,12 +144,12 @@ def _forms(student: Callable[..., Any]) -> None:
         )
         for k in (3, 4)
     ]
-    for label, prog, want in forms:
+    for label, prog, closed in forms:
         tr = _t(prog.text, prog.mem)
         truth = cycles(tr, True)
         got = plain(student(tr, True), what="pipeline_cycles")
         assert_true(
-            got == want == truth,
-            f"[{label}] pipeline_cycles returned {got!r}; the closed form gives {want} "
+            got == closed == truth,
+            f"[{label}] pipeline_cycles returned {got!r}; the closed form gives {closed} "
             f"(the grader's timeline {truth}).",
         )
