@@ -17,8 +17,8 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import assert_true, grader, plain
+from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, cycles, random_program, steps
-from a2s.checks.lab36.intact import intact
 from a2s.checks.table import Table
 from minitorch.cpu import programs
 
@@ -123,7 +123,7 @@ CYCLES = Table(
 @grader("36.2", blocks=CPU, hand="parts")
 def check_pipeline_cycles(student: Callable[..., Any]) -> str:
     """Exercise 36.2: pipeline_cycles(trace, forwarding) for the 5-stage in-order pipeline."""
-    with intact():
+    with intact("a2s.checks.lab36"):
         n = CYCLES.grade(student)
         _forms(student)
     big = _t(programs.dot([1] * 25).text, [1] * 50)
