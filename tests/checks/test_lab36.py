@@ -639,6 +639,19 @@ MUSTS = [
     ("36.1", "**must raise `ValueError`**", "test_encode_rejects_the_wrong_error_type"),
     ("36.1", "never be truncated into the word", "test_encode_rejects_truncating_bad_operands"),
     (
+        "36.1",
+        "**must raise `ValueError`**",
+        "test_encode_refuses_an_error_that_only_names_value_error",
+    ),
+    ("36.1", "a register outside 0…31", "test_encode_refuses_a_bad_register_in_every_field"),
+    ("36.1", "an immediate outside its range", "test_encode_refuses_every_ops_range_edges"),
+    ("36.1", "an odd branch or jump offset", "test_encode_refuses_an_odd_offset_on_every_branch"),
+    (
+        "36.1",
+        "it counts cycles, mispredictions and dependence chains itself",
+        "test_every_check_keeps_its_truth_tables",
+    ),
+    (
         "36.2",
         "only the **load-use** case stalls",
         "test_pipeline_cycles_rejects_stalls_on_every_alu_dependence",
@@ -649,6 +662,11 @@ MUSTS = [
         "test_pipeline_cycles_rejects_a_paid_last_redirect",
     ),
     ("36.2", "`x0` is never a dependence", "test_pipeline_cycles_rejects_x0_dependences"),
+    (
+        "36.2",
+        "the two instructions fetched behind it are flushed",
+        "test_pipeline_cycles_rejects_one_flushed_slot",
+    ),
     (
         "36.2",
         "a consumer right behind it (an ALU op, a store's data, a branch) waits one bubble",
@@ -682,6 +700,7 @@ MUSTS = [
         "test_critical_path_rejects_unit_latencies",
     ),
     ("36.4", "`x0` carries nothing", "test_critical_path_rejects_x0_dependences"),
+    ("36.4", "(`LATENCY`, 1 for ops not listed)", "test_critical_path_rejects_a_one_cycle_load"),
     (
         "36.4",
         "the longest chain of register read-after-write dependences",
@@ -695,4 +714,10 @@ MUSTS = [
         "test_first_divergence_rejects_a_silent_early_stop",
     ),
     ("36.5", "cycles numbered from 1", "test_first_divergence_rejects_zero_based_cycles"),
+    ("36.5", "or from cycle 0", "test_first_divergence_rejects_no_hang_in_the_fill"),
+    (
+        "36.5",
+        '("missing", len(log), i)',
+        "test_first_divergence_rejects_missing_a_cycle_late",
+    ),
 ]

@@ -1,4 +1,4 @@
-"""End to end through `a2s grade`, one notebook per lab 05–28: an honest answer and a cheat.
+"""End to end through `a2s grade`, one notebook per lab from 05 on: an honest answer and a cheat.
 
 The in-process batteries (``tests/checks/test_labNN_attacks.py``) try each lab's answers
 against its graders; this module takes one step more for every lab, through the sealed
@@ -12,8 +12,9 @@ kernel. Each notebook is the lab's *stub* with two exercise cells replaced:
   and imports what it needs inside the cell. It must pass, under the same kernel, after the
   cheat ran.
 
-Every other exercise stays the stub (0 points), and no notebook byte changes. All 24
-notebooks are graded in one batch with two jobs.
+Every other exercise stays the stub (0 points), and no notebook byte changes. Every lab
+from 05 on that exists (its notebook built) is in the plan, and all are graded in one batch
+with two jobs.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ from a2s.runner import REFERENCE_PACKAGES, RunOptions
 from a2s.syllabus import repo_root
 
 ROOT = repo_root()
-LABS = [(lab, path) for lab, path in existing_labs(ROOT) if 5 <= int(lab.number) <= 28]
+LABS = [(lab, path) for lab, path in existing_labs(ROOT) if 5 <= int(lab.number)]
 
 
-def _reference_names() -> dict[str, str]:
-    """Public function name -> the reference module that defines it (first found)."""
-    found: dict[str, str] = {}
+def _reference_names() -> dict[str, list[str]]:
+    """Public function name -> the reference modules that define it (in package order)."""
+    found: dict[str, list[str]] = {}
     for pkg in REFERENCE_PACKAGES:
         base = importlib.import_module(f"minitorch.{pkg}")
         names = [base.__name__] + [
@@ -57,8 +58,28 @@ def _reference_names() -> dict[str, str]:
                     and not attr.startswith("_")
                     and getattr(value, "__module__", None) == name
                 ):
-                    found.setdefault(attr, name)
+                    found.setdefault(attr, []).append(name)
     return found
+
+
+def _blocked_modules(number: str) -> dict[str, set[str]]:
+    """Exercise id -> the reference modules its check blocks (from ``@grader(blocks=...)``)."""
+    try:
+        package = importlib.import_module(f"a2s.checks.lab{number}")
+    except ModuleNotFoundError:
+        return {}
+    out: dict[str, set[str]] = {}
+    for value in vars(package).values():
+        exercise = getattr(value, "exercise", None)
+        if isinstance(exercise, str):
+            blocks = getattr(value, "blocks", ())
+            out.setdefault(exercise, set()).update(b.split(":")[0] for b in blocks)
+    return out
+
+
+def _namesake(modules: list[str], blocked: set[str]) -> str:
+    """The module to forward to: one the exercise's check blocks, else the first found."""
+    return next((m for m in modules if m in blocked), modules[0])
 
 
 def _functions(source: str) -> list[str]:
@@ -128,8 +149,9 @@ def _plan() -> list[tuple[str, Path, dict[str, str], str, str]]:
         if honest is None:
             continue
         name = next(f for f in _functions(cells[cheat.cell_id]) if f in refs)
+        module = _namesake(refs[name], _blocked_modules(lab.number).get(cheat.id, set()))
         sources = {
-            cheat.cell_id: _cheat(name, refs[name]),
+            cheat.cell_id: _cheat(name, module),
             honest.cell_id: _honest(cells[honest.cell_id]),
         }
         plan.append((lab.number, lab.lab_path(ROOT), sources, cheat.id, honest.id))

@@ -21,7 +21,7 @@ did not write the lab, and runs every one against the grader in-process:
 * ``cheat``: an answer that does not do the exercise (calls a reference or torch, rewrites a
   counter, reads the expected value, replays a fixed answer): must fail, with ``error``.
 
-``tests/checks/test_attack_coverage.py`` holds every lab 05–28 to at least 2 honest, 3 wrong
+``tests/checks/test_attack_coverage.py`` holds every lab from 05 on to at least 2 honest, 3 wrong
 and 4 cheats per exercise.
 """
 

@@ -162,17 +162,22 @@ def cycles(
     gap: int = 3,
     last_free: bool = True,
     x0: bool = False,
+    flush: int = 2,
+    store_data: int = 1,
 ) -> int:
     """Cycles of the 5-stage pipeline: a timeline of ID cycles (WB = ID + 3)."""
     ready: dict[int, int] = {}
+    loaded: set[int] = set()  # registers whose newest value comes from a lw
     at, taken = 0, False
     for n, (op, rd, rs1, rs2, tk) in enumerate(trace):
-        at = 2 if n == 0 else at + (3 if taken else 1)
+        at = 2 if n == 0 else at + 1 + (flush if taken else 0)
         for s in (rs1, rs2):
             if s or x0:
-                at = max(at, ready.get(s, 0))
+                late = op == "sw" and s == rs2 and s in loaded and forwarding
+                at = max(at, ready.get(s, 0) - (1 - store_data if late else 0))
         if rd or x0:
             ready[rd] = at + (gap if not forwarding else 1 + (load_use if op == "lw" else 0))
+            (loaded.add if op == "lw" else loaded.discard)(rd)
         taken = bool(tk)
     extra = 0 if last_free or not trace or not trace[-1][4] else 2
     return at + 3 + extra if trace else 0
@@ -187,6 +192,7 @@ def mispredictions(
     init: int | None = None,
     early_ghr: bool = False,
     threshold: int | None = None,
+    add: bool = False,
 ) -> int:
     """Mispredictions of ``1bit``, ``2bit`` (bimodal) or ``gshare`` tables of 2**k entries."""
     mask, top = (1 << k) - 1, 1 if scheme == "1bit" else 3
@@ -194,7 +200,8 @@ def mispredictions(
     cut = (top + 1) // 2 if threshold is None else threshold
     ghr = wrong = 0
     for pc, taken in trace:
-        i = ((pc >> shift) ^ (ghr if scheme == "gshare" else 0)) & mask
+        h = ghr if scheme == "gshare" else 0
+        i = ((pc >> shift) + h if add else (pc >> shift) ^ h) & mask
         wrong += (table[i] >= cut) != bool(taken)
         if early_ghr and scheme == "gshare":
             ghr = ((ghr << 1) | bool(taken)) & mask
@@ -206,13 +213,18 @@ def mispredictions(
 
 
 def critical_path(
-    trace: Sequence[Sequence[Any]], *, unit: bool = False, x0: bool = False, serial: bool = False
+    trace: Sequence[Sequence[Any]],
+    *,
+    unit: bool = False,
+    x0: bool = False,
+    serial: bool = False,
+    latency: dict[str, int] | None = None,
 ) -> int:
     """The longest RAW chain, each instruction weighted by its latency."""
     done: dict[int, int] = {}
     longest = 0
     for op, rd, rs1, rs2, *_ in trace:
-        lat = 1 if unit else LATENCY.get(op, 1)
+        lat = 1 if unit else (LATENCY if latency is None else latency).get(op, 1)
         end = lat + (
             longest if serial else max([0, *(done.get(s, 0) for s in (rs1, rs2) if s or x0)])
         )
@@ -230,7 +242,9 @@ def divergence(
     base: int = 1,
     late: int = 0,
     quiet_end: bool = False,
+    after_first: bool = False,
     pc_only: bool = False,
+    end: int = 0,
 ) -> tuple[str, int, int] | None:
     """The first place a cycle log parts from the golden retires: (kind, cycle, index)."""
     i = last = 0
@@ -242,10 +256,10 @@ def divergence(
             if not same:
                 return ("mismatch", c, i)
             i, last = i + 1, c
-        elif c - last >= k + late:
+        elif c - last >= k + late and (i or not after_first):
             return ("hang", c, i)
     if i < len(expected) and not quiet_end:
-        return ("missing", len(log) + base - 1, i)
+        return ("missing", len(log) + base - 1 + end, i)
     return None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
+from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, divergence
 from a2s.checks.table import Table
 
@@ -104,6 +105,11 @@ _MISTAKES = (
         ),
     ),
     Mistake(
+        " The pipeline's fill counts too: a hang is k empty cycles in a row from cycle 0, "
+        "before the first retire as after any other.",
+        answer=lambda e, log, k: divergence(e, log, k, after_first=True),
+    ),
+    Mistake(
         " A log that ends before the golden trace does is a divergence too ('missing'): the "
         "pipeline stopped early.",
         answer=lambda e, log, k: divergence(e, log, k, quiet_end=True),
@@ -112,6 +118,13 @@ _MISTAKES = (
         " Compare the whole record (pc, word, rd, value, next_pc): a right pc with a wrong value "
         "is exactly the timing bug to find.",
         answer=lambda e, log, k: divergence(e, log, k, pc_only=True),
+    ),
+    Mistake(
+        " 'missing' is reported at the log's last cycle (len(log), cycles numbered from 1), "
+        "the one after which nothing more came.",
+        when=lambda got, e, log, k: (
+            got in (divergence(e, log, k, end=1), divergence(e, log, k, end=-1))
+        ),
     ),
 )
 
@@ -133,7 +146,8 @@ DIVERGENCE = Table(
 @grader("36.5", blocks=CPU)
 def check_first_divergence(student: Callable[..., Any]) -> str:
     """Exercise 36.5: first_divergence(expected, log, k) -> None or (kind, cycle, index)."""
-    n = DIVERGENCE.grade(student)
+    with intact("a2s.checks.lab36"):
+        n = DIVERGENCE.grade(student)
     return (
         f"{n} logs judged exactly like the grader's lock-step loop (mismatch, extra, hang, missing)"
     )

@@ -3,8 +3,10 @@
 The truth places every immediate bit by a table of (word bit, immediate bit) pairs
 (``_truth.encode``); the words are compared exactly, on every op of the subset, the edges of
 each immediate's range, negative offsets and fresh random operands. Then operands that do
-not fit (a register 32, an immediate one past its range, an odd branch offset, an unknown op)
-must raise ``ValueError``.
+not fit must raise ``ValueError`` (the exception itself or a subclass, whatever its message):
+for every op one past each end of its immediate's range and an odd offset where it must be
+even, a register out of 0..31 in each field the format uses (the others drawn fresh), and
+an unknown op.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from a2s.checks.cases import Mistake
-from a2s.checks.core import CheckFailure, StudentError, assert_true, grader
+from a2s.checks.core import CheckFailure, StudentError, assert_true, fresh_rng, grader
+from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, FMT, LIMITS, encode
 from a2s.checks.table import Table
 
@@ -103,7 +106,7 @@ ENCODE = Table(
     ),
 )
 
-_BAD = [
+_FIXED_BAD = [
     ("an unknown op", ("addx", 1, 2, 3, 0)),
     ("register x32", ("add", 32, 1, 2, 0)),
     ("a negative register", ("add", 1, -1, 2, 0)),
@@ -115,15 +118,37 @@ _BAD = [
     ("an odd jal offset", ("jal", 1, 0, 0, 7)),
     ("lui imm -1 (an unsigned 20-bit field)", ("lui", 1, 0, 0, -1)),
 ]
+_FIELDS = {"R": (0, 1, 2), "I": (0, 1), "S": (1, 2), "B": (1, 2), "U": (0,), "J": (0,)}
+_NAMES = ("rd", "rs1", "rs2")
 
 
-def _errors(student: Callable[..., Any]) -> None:
-    for label, args in _BAD:
+def _bad_cases(g: Any) -> list[tuple[str, tuple]]:
+    """Every op: one past each end of its immediate's range (an odd offset where it must be
+    even), and a register out of 0..31 in each field it uses; the registers drawn fresh."""
+    out: list[tuple[str, tuple[Any, ...]]] = list(_FIXED_BAD)
+    for op in sorted(FMT):
+        fmt = FMT[op]
+        lo, hi, step = LIMITS[fmt]
+        regs = [int(v) for v in g.integers(0, 32, 3)]
+        regs = [r if i in _FIELDS[fmt] else 0 for i, r in enumerate(regs)]
+        if fmt != "R":
+            for imm in (lo - step, hi + step, *((lo + 1,) if step == 2 else ())):
+                out.append((f"{op} imm {imm} (range {lo}..{hi})", (op, *regs, imm)))
+        for i in _FIELDS[fmt]:
+            bad = regs.copy()
+            bad[i] = (32, -1, 33, 63)[int(g.integers(0, 4))]
+            out.append((f"{op} {_NAMES[i]}={bad[i]}", (op, *bad, 0)))
+    return out
+
+
+def _errors(student: Callable[..., Any]) -> int:
+    cases = _bad_cases(fresh_rng("36.1"))
+    for label, args in cases:
         try:
             got = student(*args)
         except StudentError as err:
             assert_true(
-                isinstance(err.__cause__, ValueError) or "ValueError" in str(err),
+                isinstance(err.__cause__, ValueError),
                 f"[{label}] encode raised {err} : raise ValueError for an operand that does "
                 "not fit.",
             )
@@ -132,11 +157,13 @@ def _errors(student: Callable[..., Any]) -> None:
             f"[{label}] encode{args} returned {got!r}: an operand that does not fit its field "
             "must raise ValueError, not be truncated into the word."
         )
+    return len(cases)
 
 
 @grader("36.1", blocks=CPU, hand="parts")
 def check_encode(student: Callable[..., Any]) -> str:
     """Exercise 36.1: encode(op, rd, rs1, rs2, imm) -> the word; ValueError if it does not fit."""
-    n = ENCODE.grade(student)
-    _errors(student)
-    return f"{n} words bit-exact (all 6 formats, range edges); {len(_BAD)} bad operands refused"
+    with intact("a2s.checks.lab36"):
+        n = ENCODE.grade(student)
+        bad = _errors(student)
+    return f"{n} words bit-exact (all 6 formats, range edges); {bad} bad operands refused"

@@ -17,6 +17,7 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import assert_true, grader, plain
+from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, cycles, random_program, steps
 from a2s.checks.table import Table
 from minitorch.cpu import programs
@@ -65,9 +66,19 @@ def _draw(g: Any, i: int) -> tuple[str, tuple]:
 
 _MISTAKES = (
     Mistake(
+        " A store's data right behind its lw waits the one bubble too: this pipeline forwards "
+        "into EX only, not from MEM/WB into the store's MEM.",
+        answer=lambda tr, fw: cycles(tr, fw, store_data=0),
+    ),
+    Mistake(
         " No load-use bubble: a lw's value exists only after MEM, so a consumer right behind it "
-        "waits one cycle even with forwarding.",
+        "(an ALU op, a store's data, a branch) waits one cycle even with forwarding.",
         answer=lambda tr, fw: cycles(tr, fw, load_use=0),
+    ),
+    Mistake(
+        " A taken branch or jump is resolved in EX: the two instructions fetched behind it "
+        "are flushed, two cycles per redirect (not one, nor three).",
+        when=lambda got, tr, fw: got in (cycles(tr, fw, flush=1), cycles(tr, fw, flush=3)),
     ),
     Mistake(
         " You charged a redirect for the last instruction: a taken jump out of the program "
@@ -88,6 +99,11 @@ _MISTAKES = (
         " You ignored the forwarding flag: check both configurations.",
         when=lambda got, tr, fw: got == cycles(tr, not fw) != cycles(tr, fw),
     ),
+    Mistake(
+        " Off by one: the first instruction is in ID in cycle 2 and the last leaves WB three "
+        "cycles after its ID, so N independent instructions take N + 4 cycles.",
+        when=lambda got, tr, fw: got in (cycles(tr, fw) - 1, cycles(tr, fw) + 1),
+    ),
 )
 
 CYCLES = Table(
@@ -107,7 +123,18 @@ CYCLES = Table(
 @grader("36.2", blocks=CPU, hand="parts")
 def check_pipeline_cycles(student: Callable[..., Any]) -> str:
     """Exercise 36.2: pipeline_cycles(trace, forwarding) for the 5-stage in-order pipeline."""
-    n = CYCLES.grade(student)
+    with intact("a2s.checks.lab36"):
+        n = CYCLES.grade(student)
+        _forms(student)
+    big = _t(programs.dot([1] * 25).text, [1] * 50)
+    return (
+        f"{n + 5} traces exact; dot n=25: {cycles(big, True)} cycles "
+        f"(CPI {cycles(big, True) / len(big):.2f}), {cycles(big, False)} without forwarding"
+    )
+
+
+def _forms(student: Callable[..., Any]) -> None:
+    """The dot product and the matmul land on their closed forms."""
     forms = [(f"dot n={k}", programs.dot([1] * k), 11 * k + 6) for k in (3, 10, 25)]
     forms += [
         (
@@ -117,17 +144,12 @@ def check_pipeline_cycles(student: Callable[..., Any]) -> str:
         )
         for k in (3, 4)
     ]
-    for label, prog, want in forms:
+    for label, prog, closed in forms:
         tr = _t(prog.text, prog.mem)
         truth = cycles(tr, True)
         got = plain(student(tr, True), what="pipeline_cycles")
         assert_true(
-            got == want == truth,
-            f"[{label}] pipeline_cycles returned {got!r}; the closed form gives {want} "
+            got == closed == truth,
+            f"[{label}] pipeline_cycles returned {got!r}; the closed form gives {closed} "
             f"(the grader's timeline {truth}).",
         )
-    big = _t(programs.dot([1] * 25).text, [1] * 50)
-    return (
-        f"{n + len(forms)} traces exact; dot n=25: {cycles(big, True)} cycles "
-        f"(CPI {cycles(big, True) / len(big):.2f}), {cycles(big, False)} without forwarding"
-    )

@@ -14,6 +14,7 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import grader
+from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, branches, mispredictions
 from a2s.checks.table import Table
 from minitorch.cpu import programs
@@ -76,6 +77,10 @@ _MISTAKES = (
         "(a loop exit) cost one misprediction instead of two.",
         when=lambda got, tr, s, k: s != "1bit" and got == mispredictions(tr, s, k, threshold=1),
     ),
+    Mistake(
+        " gshare combines the pc and the history with XOR ((pc >> 2) ^ h), not by adding them.",
+        when=lambda got, tr, s, k: s == "gshare" and got == mispredictions(tr, s, k, add=True),
+    ),
 )
 
 MISPREDICTIONS = Table(
@@ -95,7 +100,8 @@ MISPREDICTIONS = Table(
 @grader("36.3", blocks=CPU)
 def check_mispredictions(student: Callable[..., Any]) -> str:
     """Exercise 36.3: mispredictions(trace, scheme, k) for 1bit, 2bit and gshare tables."""
-    n = MISPREDICTIONS.grade(student)
+    with intact("a2s.checks.lab36"):
+        n = MISPREDICTIONS.grade(student)
     sort = _TRACES[3][1]
     miss = {s: mispredictions(sort, s, 4) for s in _SCHEMES}
     shown = ", ".join(f"{s} {m}" for s, m in miss.items())
