@@ -36,14 +36,19 @@ from a2s.checks import lab29
 from a2s.checks.core import ReferenceCalledError, StudentError
 from tests.checks.test_lab29 import (
     choose_policy,
+    choose_weighted,
     context_dma,
     copy_ns,
     decode_steps,
     dma_chain,
+    steps_capture_each,
+    steps_eager,
+    steps_once,
+    steps_reordered,
     submit_all,
     time_slices,
     wait_cost,
-)
+)  # the wrong answers its tests use
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
@@ -663,14 +668,6 @@ def choose_no_budget(nbytes, model, cpu_budget_ns):
     return choose_policy(nbytes, model, float("inf"))
 
 
-def choose_weighted(nbytes, model, cpu_budget_ns):
-    service = model.dma_setup_ns + nbytes / model.pcie_gbps
-    return min(
-        ("poll", "hybrid", "interrupt"),
-        key=lambda k: sum(wait_cost(k, service, model, model.irq_cpu_ns)),
-    )
-
-
 def choose_ties_hybrid(nbytes, model, cpu_budget_ns):
     """Breaks ties toward the hybrid ("it is never worse")."""
     service = model.dma_setup_ns + nbytes / model.pcie_gbps
@@ -835,22 +832,6 @@ def steps_recursive(stream, step, n_steps, graph=None):
     return steps_recursive(stream, step, n_steps - 1, graph)
 
 
-def steps_eager(stream, step, n_steps):
-    for _ in range(n_steps):
-        for entry in step:
-            stream.launch(*entry)
-    return stream.synchronize()
-
-
-def steps_capture_each(stream, step, n_steps):
-    for _ in range(n_steps):
-        stream.begin_capture()
-        for entry in step:
-            stream.launch(*entry)
-        stream.replay(stream.instantiate(stream.end_capture()))
-    return stream.synchronize()
-
-
 def steps_instantiate_each(stream, step, n_steps):
     """Captures once, instantiates every step: free on the clock, counted."""
     stream.begin_capture()
@@ -881,14 +862,6 @@ def steps_one_graph(stream, step, n_steps):
 def steps_small_blocks(stream, step, n_steps):
     """One thread per kernel: the same memory (the arguments decide it), cheaper kernels."""
     return decode_steps(stream, [(k, (1, 1, 1), (1, 1, 1), a) for k, _g, _b, a in step], n_steps)
-
-
-def steps_reordered(stream, step, n_steps):
-    return decode_steps(stream, step[::-1], n_steps)
-
-
-def steps_once(stream, step, n_steps):
-    return decode_steps(stream, step, 1)
 
 
 # cheats

@@ -32,6 +32,7 @@ import pytest
 
 from a2s.checks import lab34
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
+from tests.checks.test_lab34 import absorb, absorb_loop  # the wrong answers its tests use
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
@@ -104,22 +105,6 @@ def spec_greedy(target, draft, prompt, n, gamma, bug=""):
         fix = ctx[len(toks) + k] if bug == "kept" and k < g else int(best[k])
         toks += [*ctx[len(toks) : len(toks) + k], fix]
     return toks[:goal]
-
-
-def absorb(w, cfg):
-    h, dh = cfg.n_head, cfg.head_dim
-    uk, uq = w["W_UK"].reshape(h, dh, -1), w["W_UQ"].reshape(h, dh, -1)
-    uv, wo = w["W_UV"].reshape(h, dh, -1), w["W_O"].reshape(-1, h, dh)
-    return np.einsum("hkc,hkq->hcq", uk, uq), np.einsum("dhk,hkc->hdc", wo, uv)
-
-
-def absorb_loop(w, cfg):
-    a, b = [], []
-    for i in range(cfg.n_head):
-        rows = slice(i * cfg.head_dim, (i + 1) * cfg.head_dim)
-        a.append(w["W_UK"][rows].T @ w["W_UQ"][rows])
-        b.append(w["W_O"][:, rows] @ w["W_UV"][rows])
-    return np.array(a), np.array(b)
 
 
 def evict(kept, mass, budget, sinks, recent):
