@@ -96,6 +96,14 @@ def _mhz(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> b
     return a * chip["c_eff_f"] * v * v * f + chip_power(0.0, f, v, temp, chip) <= cap
 
 
+def _lab_volts(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> bool:
+    return chip_power(a, f, 0.70 * max(1.0, f / 1200.0), temp, chip) <= cap
+
+
+def _lab_chip(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> bool:
+    return chip_power(a, f, v, temp, CHIP) <= cap
+
+
 def _dyn(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> bool:
     return a * chip["c_eff_f"] * v * v * f * 1e6 <= cap
 
@@ -117,6 +125,16 @@ _MISTAKES = (
         answer=_pick(_cold),
     ),
     Mistake(" f is in MHz: the power a·C·V²·f needs it in Hz (f_mhz * 1e6).", answer=_pick(_mhz)),
+    Mistake(
+        " Take each point's voltage from the table (its second column), not from the lab's "
+        "V = 0.70·max(1, f/1200): another part has another table.",
+        answer=_pick(_lab_volts),
+    ),
+    Mistake(
+        " Read the chip's constants from the chip dict (c_eff_f, p_leak0_w, t_leak0_c, "
+        "beta_per_k), not the lab's printed values: another part has its own.",
+        answer=_pick(_lab_chip),
+    ),
     Mistake(
         " Least slowdown means the *highest* clock that fits, not the lowest.",
         answer=_pick(_fits, top=False),

@@ -51,6 +51,14 @@ _NAMED: list[tuple[str, int, int, int, Plan]] = [
         {(4, 0): "ecc_uncorrectable"},
     ),
     (
+        "GPU 1 lost (command 1), then a transient error on its command 4: retry it on the "
+        "GPU it was re-mapped to",
+        3,
+        12,
+        2,
+        {(1, 0): "ecc_uncorrectable", (4, 0): "transient", (4, 1): "transient"},
+    ),
+    (
         "two GPUs lost, a transient error on a re-mapped command",
         3,
         15,
