@@ -426,7 +426,7 @@ GOVERNOR = [
         "30.2",
         "keyed on its call count: the last decision replayed",
         gv(_counting(lambda *args: args[-1][0])),
-        match="over the 400 W cap|least slowdown",
+        match="over the 400 W cap|least slowdown|not a clock of the table",
     ),
     cheat(
         "30.2",
@@ -892,7 +892,11 @@ RECOVERY = [
         match="which is healthy, but ran on gpu",
     ),
     cheat(
-        "30.4", "request() to a name not served", rc(rc_request_unserved), match="no such request"
+        "30.4",
+        "request() to a name not served",
+        rc(rc_request_unserved),
+        match="no such request",
+        error=StudentError,
     ),
     cheat(
         "30.4",

@@ -52,30 +52,36 @@ def _draw(gen: Any, i: int) -> tuple:
     return _case(f"random step {i}: a = {a:.2f}, {t:.0f} °C, {cap:.0f} W", a, t, cap)
 
 
+def _off(gen: Any, value: float, lo: float, hi: float) -> float:
+    """``value`` moved up or down by a fraction drawn from [lo, hi]."""
+    return value * (1.0 + float(gen.choice([-1.0, 1.0])) * gen.uniform(lo, hi))
+
+
 def _draw_fresh(gen: Any, i: int) -> tuple:
     """Fresh cases: first one no point of the table meets (the named edge), then steps on a
-    table and a chip of their own (another voltage floor, knee, clock step and constants), so
-    a table or constants written into the governor, or V worked out from f, do not pass."""
-    a, t = gen.uniform(0.2, 0.9), gen.uniform(35.0, 90.0)
-    floor, knee, step = (
-        gen.uniform(0.6, 0.8),
-        15.0 * int(gen.integers(60, 100)),
-        15 * int(gen.integers(1, 4)),
-    )
+    table and a chip of their own (another voltage floor, knee, clock step and constants, each
+    well away from the lab's) under a cap between two of its points, so a table or constants
+    written into the governor, V worked out from f, or leakage at T_0 do not pass."""
+    floor, knee = _off(gen, 0.70, 0.1, 0.2), 15.0 * round(_off(gen, 1200.0, 0.12, 0.25) / 15)
+    step = 15 * int(gen.integers(1, 4))
     table = [(float(f), floor * max(1.0, f / knee)) for f in range(450, 2101, step)]
     chip = {
-        "c_eff_f": CHIP["c_eff_f"] * gen.uniform(0.7, 1.3),
-        "p_leak0_w": gen.uniform(50.0, 110.0),
-        "t_leak0_c": gen.uniform(50.0, 70.0),
-        "beta_per_k": gen.uniform(0.01, 0.03),
+        "c_eff_f": _off(gen, CHIP["c_eff_f"], 0.25, 0.4),
+        "p_leak0_w": _off(gen, CHIP["p_leak0_w"], 0.25, 0.4),
+        "t_leak0_c": 60.0 + float(gen.choice([-1.0, 1.0])) * gen.uniform(5.0, 10.0),
+        "beta_per_k": _off(gen, CHIP["beta_per_k"], 0.25, 0.45),
     }
+    a = gen.uniform(0.2, 0.9)
+    t = chip["t_leak0_c"] + float(gen.choice([-1.0, 1.0])) * gen.uniform(12.0, 30.0)
+    watts = [chip_power(a, f, v, t, chip) for f, v in table]
     if i == 0:
-        cap = chip_power(a, table[0][0], table[0][1], t, chip) * gen.uniform(0.6, 0.95)
+        cap = watts[0] * gen.uniform(0.6, 0.95)
         return (
             f"fresh step {i}: a = {a:.2f}, {t:.0f} °C, a {cap:.0f} W cap no point meets",
             (a, t, cap, table, chip),
         )
-    cap = gen.uniform(150.0, 700.0)
+    k = int(gen.integers(len(table) // 4, 3 * len(table) // 4))
+    cap = (watts[k] + watts[k + 1]) / 2
     label = (
         f"fresh step {i}: a = {a:.2f}, {t:.0f} °C, {cap:.0f} W, {len(table)} points of their own"
     )
