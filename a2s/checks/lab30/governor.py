@@ -122,15 +122,7 @@ def _fits(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> 
     return chip_power(a, f, v, temp, chip) <= cap
 
 
-_MISTAKES = (
-    Mistake(
-        " The cap covers the whole chip: add the leakage P_0·exp(β(T − T_0)).", answer=_pick(_dyn)
-    ),
-    Mistake(
-        " Leakage grows with the die's temperature: evaluate it at temp_c, not at T_0.",
-        answer=_pick(_cold),
-    ),
-    Mistake(" f is in MHz: the power a·C·V²·f needs it in Hz (f_mhz * 1e6).", answer=_pick(_mhz)),
+_MISTAKES = (  # the first two differ from the truth on fresh cases only: they come first
     Mistake(
         " Take each point's voltage from the table (its second column), not from the lab's "
         "V = 0.70·max(1, f/1200): another part has another table.",
@@ -141,6 +133,14 @@ _MISTAKES = (
         "beta_per_k), not the lab's printed values: another part has its own.",
         answer=_pick(_lab_chip),
     ),
+    Mistake(
+        " The cap covers the whole chip: add the leakage P_0·exp(β(T − T_0)).", answer=_pick(_dyn)
+    ),
+    Mistake(
+        " Leakage grows with the die's temperature: evaluate it at temp_c, not at T_0.",
+        answer=_pick(_cold),
+    ),
+    Mistake(" f is in MHz: the power a·C·V²·f needs it in Hz (f_mhz * 1e6).", answer=_pick(_mhz)),
     Mistake(
         " Least slowdown means the *highest* clock that fits, not the lowest.",
         answer=_pick(_fits, top=False),

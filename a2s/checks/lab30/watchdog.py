@@ -65,7 +65,7 @@ def _draw_fresh(gen: Any, i: int) -> tuple:
     poll = int(gen.choice([50, 100, 250]))
     deadline = poll * int(gen.integers(4, 25))
     every = poll * int(gen.integers(1, 4))
-    at = every * int(gen.integers(1, 6))  # the last beat before the edge
+    at = every * int(gen.integers(2, 6))  # the last beat before the edge (>= 2 polls)
     beats = [float(b) for b in range(every, at + 1, every)]
     kind = (
         "stall, then beats",
