@@ -796,8 +796,9 @@ def rc_request_unserved(gpus, queues, max_retries):
 
 def rc_plan_read(gpus, queues, max_retries):
     """The fault plan read from the child's copy of the Fleet: doomed commands never sent,
-    reported failed, the rest run as usual."""
-    fleet = next(o for o in gc.get_objects() if type(o).__name__ == "Fleet")
+    reported failed, the rest run as usual (the copy of this case's Fleet: nothing sent yet)."""
+    fleets = [o for o in gc.get_objects() if type(o).__name__ == "Fleet"]
+    fleet = next(o for o in fleets if o.queues == queues and not o.log)
     doomed = {c for (c, a), what in fleet.plan.items() if what == "ecc_uncorrectable"}
     out = rc_ref(gpus, [[c for c in q if c not in doomed] for q in queues], max_retries)
     return {**out, "failed": [*out["failed"], *doomed]}
