@@ -67,7 +67,10 @@ def run_commands(gpus, queues, max_retries, bug=""):
                 gpus[d].submit(c)
         elif answer == "transient" or (bug == "no isolation"):
             errors[c] = errors.get(c, 0) + 1
-            if bug == "elsewhere" and len(pending) > 1:
+            if bug == "wander" and c not in queues[d] and len(pending) > 1:
+                pending[d].pop(0)  # a re-mapped command retried on yet another healthy GPU
+                pending[next(g for g in pending if g != d)].insert(0, c)
+            elif bug == "elsewhere" and len(pending) > 1:
                 pending[d].pop(0)
                 pending[next(g for g in pending if g != d)].insert(0, c)
             elif errors[c] > max_retries and bug != "forever":
@@ -82,7 +85,7 @@ def run_commands(gpus, queues, max_retries, bug=""):
             for o in orphans:
                 if pending:
                     pending[min(pending, key=lambda g: len(pending[g]))].append(o)
-                else:
+                elif bug != "drop orphans":
                     failed.append(o)
     isolated = [d for d in range(len(gpus)) if d not in pending]
     if bug == "lie":
@@ -233,6 +236,8 @@ def test_watchdog_rejects_the_reference():
         ("ecc is a retry", "never completed"),
         ("forever", "retried after"),
         ("elsewhere", "which is healthy, but ran on gpu"),
+        ("wander", "was re-mapped and ran on gpu 0, which is healthy"),
+        ("drop orphans", "you reported failed"),
         ("no isolation", "after it was isolated"),
         ("twice", "submitted again after it completed"),
         ("lie", "you reported completed"),
@@ -288,7 +293,31 @@ MUSTS = [
         "utilisation is a fraction in [0, 1], not a percent",
         "test_counter_rates_rejects_wrong_answers",
     ),
+    (
+        "30.1",
+        "bandwidth is bytes per ns (GB/s)",
+        "test_counter_rates_rejects_wrong_answers",
+    ),
+    (
+        "30.1",
+        "SM activity divides by the SM-cycles the interval had",
+        "test_counter_rates_rejects_wrong_answers",
+    ),
+    (
+        "30.1",
+        "three sequences of $n$ numbers, one per interval",
+        "test_counter_rates_rejects_a_wrong_shape",
+    ),
+    ("30.1", "wraps in most intervals", "test_attempt"),
     ("30.2", "Return the **highest** clock", "test_governor_rejects_wrong_answers"),
+    ("30.2", "with $f$ in Hz: `f_mhz * 1e6`", "test_attempt"),
+    ("30.2", "at the die's temperature `temp_c`", "test_governor_rejects_wrong_answers"),
+    ("30.2", "`table` is the list of `(f_mhz, volts)` operating points", "test_attempt"),
+    (
+        "30.2",
+        "the clock (MHz) to run the next step at",
+        "test_governor_rejects_a_clock_off_the_table",
+    ),
     (
         "30.2",
         "**every** step of the replay must stay under the cap",
@@ -307,6 +336,12 @@ MUSTS = [
     ),
     (
         "30.3",
+        "at a poll the host has seen only the heartbeats at or before $t$",
+        "test_watchdog_rejects_wrong_answers",
+    ),
+    ("30.3", "`2 * poll_ns`, ... up to `horizon_ns`", "test_attempt"),
+    (
+        "30.3",
         "a gap of exactly the deadline is not a hang",
         "test_watchdog_rejects_wrong_answers",
     ),
@@ -319,6 +354,21 @@ MUSTS = [
         "30.4",
         "Every submitted command completes exactly once or is reported failed",
         "test_run_commands_rejects_rule_breakers",
+    ),
+    (
+        "30.4",
+        "A command stays on its own GPU while that GPU is healthy",
+        "test_run_commands_rejects_rule_breakers",
+    ),
+    (
+        "30.4",
+        "With no healthy GPU left, what is not done is reported failed",
+        "test_run_commands_rejects_rule_breakers",
+    ),
+    (
+        "30.4",
+        "its remaining queue (this command included) is re-mapped to the healthy GPUs",
+        "test_attempt",
     ),
     (
         "30.4",

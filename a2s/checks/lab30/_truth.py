@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 # ----------------------------------------------------------------------------- counters
 N_SM, CLOCK_GHZ = 132, 1.98  # the H100 SXM of the lab's defaults (132 SMs, 1980 MHz)
 
@@ -165,10 +167,11 @@ class Fleet:
         self.broken: list[str] = []
 
     def submit(self, device: int, command: Any) -> str:
-        if type(command) is not int or not 0 <= command < self.n_commands:
+        whole = isinstance(command, (int, np.integer)) and not isinstance(command, bool)
+        if not whole or not 0 <= command < self.n_commands:
             self.broken.append(f"gpu {device} was sent {command!r}, not a command number")
             return "invalid"
-        c = command
+        c = int(command)
         if device in self.isolated:
             self.broken.append(f"command {c} was sent to gpu {device} after it was isolated")
         if self.completions[c]:
@@ -178,11 +181,14 @@ class Fleet:
                 f"command {c} was retried after {self.transients[c]} transient errors "
                 f"(at most {self.retries} retries)"
             )
+        # its own GPU: where it is queued, then where it last ran once it was re-mapped
         home = self.home[c]
         if device != home and home not in self.isolated:
+            where = "is queued" if home == c % self.n_devices else "was re-mapped and ran"
             self.broken.append(
-                f"command {c} is queued on gpu {home}, which is healthy, but ran on gpu {device}"
+                f"command {c} {where} on gpu {home}, which is healthy, but ran on gpu {device}"
             )
+        self.home[c] = device
         outcome = (
             "ecc_uncorrectable"
             if device in self.isolated

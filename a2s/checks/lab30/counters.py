@@ -9,6 +9,7 @@ must equal a plain decoding loop (``(r_1 − r_0) mod 2^w``), wrap-arounds inclu
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,18 @@ def _draw(gen: np.random.Generator, i: int) -> tuple:
     return _named(
         f"random activity {i}, {width}-bit counters", segs, float(gen.integers(80, 300)), width
     )
+
+
+def _draw_wrapping(gen: np.random.Generator, i: int) -> tuple:
+    """A fresh case in which some counter wraps (a reading goes down): the edge of a named
+    case that a lookup table of the public cases would otherwise skip."""
+    while True:
+        case = _draw(gen, i)
+        raw = case[1][0]
+        if any(
+            c < p for prev, cur in itertools.pairwise(raw) for p, c in zip(prev, cur, strict=True)
+        ):
+            return case
 
 
 def _no_wrap(raw: list, dt: float, w: int, n_sm: int, f: float) -> list:
@@ -131,6 +144,7 @@ RATES = Table(
     draw=_draw,
     seeded=4,
     fresh=2,
+    draw_fresh=_draw_wrapping,
     mistakes=_MISTAKES,
     hint=" util = Δbusy/Δt, bandwidth = Δbytes/Δt (GB/s), SM activity = Δsm_cycles / "
     "(n_sm · clock_ghz · Δt), each Δ = (r1 - r0) mod 2**width_bits.",

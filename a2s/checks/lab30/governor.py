@@ -52,6 +52,42 @@ def _draw(gen: Any, i: int) -> tuple:
     return _case(f"random step {i}: a = {a:.2f}, {t:.0f} °C, {cap:.0f} W", a, t, cap)
 
 
+def _off(gen: Any, value: float, lo: float, hi: float) -> float:
+    """``value`` moved up or down by a fraction drawn from [lo, hi]."""
+    return value * (1.0 + float(gen.choice([-1.0, 1.0])) * gen.uniform(lo, hi))
+
+
+def _draw_fresh(gen: Any, i: int) -> tuple:
+    """Fresh cases: first one no point of the table meets (the named edge), then steps on a
+    table and a chip of their own (another voltage floor, knee, clock step and constants, each
+    well away from the lab's) under a cap between two of its points, so a table or constants
+    written into the governor, V worked out from f, or leakage at T_0 do not pass."""
+    floor, knee = _off(gen, 0.70, 0.1, 0.2), 15.0 * round(_off(gen, 1200.0, 0.12, 0.25) / 15)
+    step = 15 * int(gen.integers(1, 4))
+    table = [(float(f), floor * max(1.0, f / knee)) for f in range(450, 2101, step)]
+    chip = {
+        "c_eff_f": _off(gen, CHIP["c_eff_f"], 0.25, 0.4),
+        "p_leak0_w": _off(gen, CHIP["p_leak0_w"], 0.25, 0.4),
+        "t_leak0_c": 60.0 + float(gen.choice([-1.0, 1.0])) * gen.uniform(5.0, 10.0),
+        "beta_per_k": _off(gen, CHIP["beta_per_k"], 0.25, 0.45),
+    }
+    a = gen.uniform(0.2, 0.9)
+    t = chip["t_leak0_c"] + float(gen.choice([-1.0, 1.0])) * gen.uniform(12.0, 30.0)
+    watts = [chip_power(a, f, v, t, chip) for f, v in table]
+    if i == 0:
+        cap = watts[0] * gen.uniform(0.6, 0.95)
+        return (
+            f"fresh step {i}: a = {a:.2f}, {t:.0f} °C, a {cap:.0f} W cap no point meets",
+            (a, t, cap, table, chip),
+        )
+    k = int(gen.integers(len(table) // 4, 3 * len(table) // 4))
+    cap = (watts[k] + watts[k + 1]) / 2
+    label = (
+        f"fresh step {i}: a = {a:.2f}, {t:.0f} °C, {cap:.0f} W, {len(table)} points of their own"
+    )
+    return (label, (a, t, cap, table, chip))
+
+
 def _pick(fits: Callable[..., bool], lowest_if_none: bool = True, top: bool = True) -> Callable:
     def answer(a: float, temp: float, cap: float, table: list, chip: dict) -> float:
         ok = [f for f, v in table if fits(a, f, v, temp, cap, chip)]
@@ -60,6 +96,18 @@ def _pick(fits: Callable[..., bool], lowest_if_none: bool = True, top: bool = Tr
         return max(ok) if top else min(ok)
 
     return answer
+
+
+def _mhz(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> bool:
+    return a * chip["c_eff_f"] * v * v * f + chip_power(0.0, f, v, temp, chip) <= cap
+
+
+def _lab_volts(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> bool:
+    return chip_power(a, f, 0.70 * max(1.0, f / 1200.0), temp, chip) <= cap
+
+
+def _lab_chip(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> bool:
+    return chip_power(a, f, v, temp, CHIP) <= cap
 
 
 def _dyn(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> bool:
@@ -74,7 +122,17 @@ def _fits(a: float, f: float, v: float, temp: float, cap: float, chip: dict) -> 
     return chip_power(a, f, v, temp, chip) <= cap
 
 
-_MISTAKES = (
+_MISTAKES = (  # the first two differ from the truth on fresh cases only: they come first
+    Mistake(
+        " Take each point's voltage from the table (its second column), not from the lab's "
+        "V = 0.70·max(1, f/1200): another part has another table.",
+        answer=_pick(_lab_volts),
+    ),
+    Mistake(
+        " Read the chip's constants from the chip dict (c_eff_f, p_leak0_w, t_leak0_c, "
+        "beta_per_k), not the lab's printed values: another part has its own.",
+        answer=_pick(_lab_chip),
+    ),
     Mistake(
         " The cap covers the whole chip: add the leakage P_0·exp(β(T − T_0)).", answer=_pick(_dyn)
     ),
@@ -82,6 +140,7 @@ _MISTAKES = (
         " Leakage grows with the die's temperature: evaluate it at temp_c, not at T_0.",
         answer=_pick(_cold),
     ),
+    Mistake(" f is in MHz: the power a·C·V²·f needs it in Hz (f_mhz * 1e6).", answer=_pick(_mhz)),
     Mistake(
         " Least slowdown means the *highest* clock that fits, not the lowest.",
         answer=_pick(_fits, top=False),
@@ -104,6 +163,7 @@ DECISIONS = Table(
     draw=_draw,
     seeded=4,
     fresh=3,
+    draw_fresh=_draw_fresh,
     mistakes=_MISTAKES,
     hint=" Take the highest (f, V) with a·C·V²·f + P_0·exp(β(T − T_0)) <= cap_w (f in MHz, "
     "so f·1e6 Hz); the lowest clock when none fits.",
@@ -115,11 +175,13 @@ DECISIONS = Table(
 )
 
 
-def _replay(governor: Callable[..., Any], cap: float, temp: float) -> dict[str, Any]:
-    clocks = {f for f, _ in TABLE}
+def _replay(
+    governor: Callable[..., Any], cap: float, temp: float, table: list, chip: dict, trace: list
+) -> dict[str, Any]:
+    clocks = {f for f, _ in table}
 
     def choose(a: float, t: float) -> float:
-        got = _read(governor(a, t, cap, list(TABLE), dict(CHIP)), "replay")
+        got = _read(governor(a, t, cap, list(table), dict(chip)), "replay")
         if got not in clocks:
             raise CheckFailure(
                 f"[replay] governor returned {got!r} MHz, not a clock of the table "
@@ -127,7 +189,7 @@ def _replay(governor: Callable[..., Any], cap: float, temp: float) -> dict[str, 
             )
         return got
 
-    return replay(DECODE_TRACE, choose, TABLE, CHIP, 2e6, temp)
+    return replay(trace, choose, table, chip, 2e6, temp)
 
 
 @grader(
@@ -137,27 +199,28 @@ def _replay(governor: Callable[..., Any], cap: float, temp: float) -> dict[str, 
 )
 def check_governor(governor: Callable[..., object]) -> str:
     """Exercise 30.2: the decisions, then a capped decode run judged on the grader's model."""
+    # everything the replay is judged by is read (and the best run made) before the learner's
+    # code first runs: rebinding CAP, TABLE or CHIP from inside the governor changes nothing
+    cap, table, chip, trace = CAP, [(f, v) for f, v in TABLE], dict(CHIP), list(DECODE_TRACE)
+    temp = 55.0 + 30.0 * float(fresh_rng("30.2 replay").uniform())
+    best = replay(trace, lambda a, t: capped_clock(a, t, cap, table, chip), table, chip, 2e6, temp)
+    fixed = replay(trace, lambda a, t: max(table)[0], table, chip, 2e6, temp)
+    f_min = min(f for f, _ in table)
     n = DECISIONS.grade(governor)
-    temp = 55.0 + 30.0 * float(fresh_rng("30.2").uniform())
-    run = _replay(governor, CAP, temp)
-    best = replay(
-        DECODE_TRACE, lambda a, t: capped_clock(a, t, CAP, TABLE, CHIP), TABLE, CHIP, 2e6, temp
-    )
-    f_min = min(f for f, _ in TABLE)
+    run = _replay(governor, cap, temp, table, dict(chip), trace)
     for t_ns, f, p, _ in run["steps"]:
         assert_true(
-            p <= CAP + 1e-9 or f == f_min,
+            p <= cap + 1e-9 or f == f_min,
             f"[replay from {temp:.1f} °C] at t = {t_ns / 1e6:.1f} ms the chip drew {p:.1f} W at "
-            f"{f:g} MHz, over the {CAP:g} W cap.",
+            f"{f:g} MHz, over the {cap:g} W cap.",
         )
     assert_true(
         abs(run["time_ns"] - best["time_ns"]) <= 1e-9 * best["time_ns"],
         f"[replay from {temp:.1f} °C] the run took {run['time_ns'] / 1e6:.3f} ms; the least "
-        f"slowdown under {CAP:g} W is {best['time_ns'] / 1e6:.3f} ms.",
+        f"slowdown under {cap:g} W is {best['time_ns'] / 1e6:.3f} ms.",
     )
-    fixed = replay(DECODE_TRACE, lambda a, t: max(TABLE)[0], TABLE, CHIP, 2e6, temp)
     return (
-        f"{n} decisions; capped at {CAP:g} W the run is "
+        f"{n} decisions; capped at {cap:g} W the run is "
         f"{run['time_ns'] / fixed['time_ns']:.3f}x the uncapped time at "
         f"{run['energy_j'] / run['tokens'] * 1e3:.2f} mJ/token "
         f"(1980 MHz: {fixed['energy_j'] / fixed['tokens'] * 1e3:.2f})"

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from a2s.checks.core import CheckFailure, fresh_rng, grader, rng
 from a2s.checks.harness import remote, run_apart
 from a2s.checks.lab30._truth import Fleet
@@ -47,6 +49,14 @@ _NAMED: list[tuple[str, int, int, int, Plan]] = [
         12,
         0,
         {(4, 0): "ecc_uncorrectable"},
+    ),
+    (
+        "GPU 1 lost (command 1), then a transient error on its command 4: retry it on the "
+        "GPU it was re-mapped to",
+        3,
+        12,
+        2,
+        {(1, 0): "ecc_uncorrectable", (4, 0): "transient", (4, 1): "transient"},
     ),
     (
         "two GPUs lost, a transient error on a re-mapped command",
@@ -91,14 +101,31 @@ def _cases() -> list[tuple[str, int, int, int, Plan]]:
     )
 
 
+def _whole(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
 def _ints(got: Any, key: str, label: str) -> set[int]:
     items = got.get(key) if isinstance(got, dict) else None
-    if not isinstance(items, (list, tuple, set)) or any(type(x) is not int for x in items):
+    if not isinstance(items, (list, tuple)) or not all(_whole(x) for x in items):
         raise CheckFailure(
             f"[{label}] run_commands must return a dict with lists of ints under 'completed', "
             f"'failed' and 'isolated'; {key!r} is {items!r}."
         )
-    return set(items)
+    return {int(x) for x in items}
+
+
+def _sets_as_lists(run_commands: Callable[..., Any]) -> Callable[..., Any]:
+    """In the child: a report of sets (``{"completed": set(), ...}``) crosses as lists (only
+    plain values cross the process boundary; a set is an honest way to keep the report)."""
+
+    def run(*args: Any) -> Any:
+        got = run_commands(*args)
+        if type(got) is dict:
+            return {k: list(v) if type(v) in (set, frozenset) else v for k, v in got.items()}
+        return got
+
+    return run
 
 
 def _judge(fleet: Fleet, got: Any, label: str) -> None:
@@ -148,7 +175,9 @@ def check_run_commands(run_commands: Callable[..., object]) -> str:
             gpus.append(proxy)
             serve.update(entries)
         queues = [list(q) for q in fleet.queues]
-        got = run_apart(run_commands, gpus, queues, retries, serve=serve, timeout=30)
+        got = run_apart(
+            _sets_as_lists(run_commands), gpus, queues, retries, serve=serve, timeout=30
+        )
         _judge(fleet, plain(got, what="run_commands", case=label), label)
         submits += len(fleet.log)
         retried += sum(fleet.transients)

@@ -57,6 +57,43 @@ def _draw(gen: Any, i: int) -> tuple:
     return _case(f"random healthy kernel {i}", _beats(every, dur), float(dur))
 
 
+def _draw_fresh(gen: Any, i: int) -> tuple:
+    """Fresh kernels, one of each edge a named case teaches, with their own poll period and
+    deadline: a stall longer than the deadline and then more beats (a watchdog that looks at
+    later beats misses it), a completion on the poll that would fire, a gap of exactly the
+    deadline, a hang caught on the horizon's own poll, then a slow kernel."""
+    poll = int(gen.choice([50, 100, 250]))
+    deadline = poll * int(gen.integers(4, 25))
+    every = poll * int(gen.integers(1, 4))
+    at = every * int(gen.integers(2, 6))  # the last beat before the edge (>= 2 polls)
+    beats = [float(b) for b in range(every, at + 1, every)]
+    kind = (
+        "stall, then beats",
+        "done on the firing poll",
+        "a gap of exactly the deadline",
+        "hung, caught on the horizon",
+        "slow",
+    )[i % 5]
+    fire = (at + deadline) // poll * poll + poll  # the first poll past last beat + deadline
+    if kind == "stall, then beats":
+        resume = fire + poll * int(gen.integers(1, 5))
+        beats += [float(resume + every * j) for j in range(1, 4)]
+        done, horizon = float(resume + 4 * every), resume + 20 * deadline
+    elif kind == "done on the firing poll":
+        done, horizon = float(fire), fire + 10 * deadline
+    elif kind == "a gap of exactly the deadline":
+        beats += [float(at + deadline), float(at + deadline + every)]
+        done, horizon = float(at + deadline + 2 * every), at + 10 * deadline
+    elif kind == "hung, caught on the horizon":
+        done, horizon = None, fire
+    else:
+        gap = poll * int(gen.integers(1, deadline // poll + 1))  # at most the deadline
+        beats = [float(gap * j) for j in range(1, 40)]
+        done, horizon = float(gap * 40), gap * 40 + deadline
+    label = f"fresh kernel {i}: {kind}, poll {poll}, deadline {deadline}"
+    return (label, (beats, done, float(deadline), float(poll), float(horizon)))
+
+
 def _completion_only(beats: list, done: Any, deadline: float, poll: float, horizon: float) -> Any:
     return first_alarm([], done, deadline, poll, horizon)
 
@@ -130,7 +167,8 @@ WATCH = Table(
     named=_NAMED,
     draw=_draw,
     seeded=6,
-    fresh=3,
+    fresh=5,
+    draw_fresh=_draw_fresh,
     mistakes=_MISTAKES,
     hint=" Poll at t = poll, 2·poll, ... <= horizon: None once it has completed (completion "
     "<= t); an alarm at the first t with t - (last beat <= t, else 0) > deadline.",
