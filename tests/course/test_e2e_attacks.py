@@ -130,6 +130,18 @@ def _cheat(name: str, module: str) -> str:
     )
 
 
+# labs none of whose exercises has a namesake in the reference: the cheat forwards by hand
+_FORWARDS = {
+    "30.3": (
+        "def watchdog(heartbeats_ns, completion_ns, deadline_ns, poll_ns, horizon_ns):\n"
+        "    from minitorch.driver.faults import KernelTrace\n"
+        "    from minitorch.driver.recovery import Watchdog\n\n"
+        "    trace = KernelTrace(tuple(heartbeats_ns), completion_ns)\n"
+        "    return Watchdog(deadline_ns, poll_ns).first_alarm_ns(trace, horizon_ns)\n"
+    ),
+}
+
+
 def _plan() -> list[tuple[str, Path, dict[str, str], str, str]]:
     """Per lab: (lab number, stub path, cell sources to put in, cheat exercise, honest one)."""
     refs = _reference_names()
@@ -139,6 +151,18 @@ def _plan() -> list[tuple[str, Path, dict[str, str], str, str]]:
         cells = {c.get("id"): c.source for c in solution.cells}
         exs = exercises(solution)
         cheat = next((e for e in exs if any(f in refs for f in _functions(cells[e.cell_id]))), None)
+        forward = next((e for e in exs if e.id in _FORWARDS), None)
+        if cheat is None and forward is not None:
+            defined = _defined(cells[forward.cell_id])
+            honest = next(
+                e for e in exs if e.id != forward.id and not _reads(cells[e.cell_id]) & defined
+            )
+            sources = {
+                forward.cell_id: _FORWARDS[forward.id],
+                honest.cell_id: _honest(cells[honest.cell_id]),
+            }
+            plan.append((lab.number, lab.lab_path(ROOT), sources, forward.id, honest.id))
+            continue
         if cheat is None:
             continue
         defined = _defined(cells[cheat.cell_id])  # gone with the cheat: not for the honest one
