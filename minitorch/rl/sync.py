@@ -73,7 +73,7 @@ def sync_in_place(src: Module, dst: Module, lora_only: bool = False) -> int:
 def reload(src: GPT, **engine_kw: object) -> tuple[RolloutEngine, int]:
     """A new engine built from ``src``'s weights serialised to bytes; (engine, bytes)."""
     buf = io.BytesIO()
-    np.savez(buf, **src.state_dict())
+    np.savez(buf, allow_pickle=False, **src.state_dict())
     data = buf.getvalue()
     model = GPT(src.config, seed=0)
     with np.load(io.BytesIO(data)) as f:

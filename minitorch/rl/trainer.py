@@ -139,6 +139,7 @@ def run_grpo(
     policy: GPT | None = None,
     share: bool = False,
     lora_only: bool = False,
+    eval_samples: int = 32,
 ) -> History:
     """The colocated GRPO loop, seeded; see the module docstring."""
     policy = policy if policy is not None else load_pretrained()
@@ -146,7 +147,7 @@ def run_grpo(
     served = policy if share else copy.deepcopy(policy)
     engine = RolloutEngine(served, temperature=cfg.temperature, seed=cfg.seed)
     sync = VersionedSync(engine, lora_only=lora_only)
-    hist = History(eval_before=evaluate(policy, cfg))
+    hist = History(eval_before=evaluate(policy, cfg, eval_samples) if eval_samples else 0.0)
     for step in range(steps):
         draw = 10_000 * cfg.seed + (0 if cfg.fixed_prompts else step)
         prompts = make_prompts(cfg.tasks, cfg.prompts_per_step, seed=draw)
@@ -166,5 +167,6 @@ def run_grpo(
         hist.t_train.append(t2 - t1)
         hist.bytes_synced.append(moved)
         hist.stats.append(stats)
-    hist.eval_after = evaluate(policy, cfg)
+    if eval_samples:
+        hist.eval_after = evaluate(policy, cfg, eval_samples)
     return hist
