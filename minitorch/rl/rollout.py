@@ -12,9 +12,10 @@ not depend on batching; :class:`RolloutEngine` records log p(token) at that mome
 policy version it was sampled under. The trainer recomputes the same numbers with one padded
 forward of the whole sequences (no cache): equal within float32 rounding when both run the
 same weights in the same precision. They differ when they do not: an engine serving the
-weights rounded to bfloat16 (``engine_dtype="bf16"``) gives log-probs off by ~1e-2, so the
-ratio rho = exp(logp - logp_old) is not 1 at the first step unless the trainer recomputes
-``logp_old`` itself (veRL and OpenRLHF recompute it; the engine's numbers are for monitoring).
+weights rounded to bfloat16 (:func:`bf16_copy`) gives log-probs off by up to ~2e-2 (measured
+on the tiny GPT), so the ratio rho = exp(logp - logp_old) is not 1 at the first step unless
+the trainer recomputes ``logp_old`` itself (veRL's actor recomputes ``old_log_probs`` with
+``compute_log_prob`` after generation; the engine's numbers serve to monitor the gap).
 
 Lab: 35_rl_systems
 Paper: Kwon et al., vLLM, SOSP 2023 (the engine); Sheng et al. 2024, "HybridFlow" (veRL,
