@@ -38,6 +38,7 @@ __all__ = [
     "best_split",
     "colocated_memory",
     "idle_fraction",
+    "measured_costs",
     "step_time",
     "timeline",
 ]
@@ -126,11 +127,21 @@ def _end(spans: list[Span], kind: str, step: int) -> float:
     return next(s.end for s in spans if s.kind == kind and s.step == step)
 
 
-def idle_fraction(spans: list[Span], role: str) -> float:
-    """1 - (busy time of ``role``) / (makespan)."""
+def idle_fraction(spans: list[Span], role: str | None = None) -> float:
+    """1 - (busy time of ``role``) / (makespan); ``None``: of the devices all roles share
+    (colocated: 0, the same devices do everything one after the other)."""
     end = max(s.end for s in spans)
-    busy = sum(s.end - s.start for s in spans if s.role == role)
+    busy = sum(s.end - s.start for s in spans if role is None or s.role == role)
     return 1.0 - busy / end if end else 0.0
+
+
+def measured_costs(
+    t_gen: list[float], t_train: list[float], t_sync: list[float], devices: int = 1
+) -> StepCosts:
+    """StepCosts from measured seconds per step (medians) on ``devices`` devices: the cost
+    model's inputs taken from a run (the prediction), to compare with a measured step."""
+    med = [float(np.median(x)) * devices for x in (t_gen, t_train)]
+    return StepCosts(med[0], med[1], float(np.median(t_sync)), float(np.median(t_sync)))
 
 
 def colocated_memory(

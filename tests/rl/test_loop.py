@@ -16,6 +16,7 @@ from minitorch.rl.placement import (
     best_split,
     colocated_memory,
     idle_fraction,
+    measured_costs,
     step_time,
     timeline,
 )
@@ -120,12 +121,21 @@ def test_timeline_reaches_the_steady_state_step_time(mode):
     for role in ("rollout", "trainer"):  # a role never runs two things at once
         spans = sorted((s for s in b if s.role == role), key=lambda s: s.start)
         assert all(x.end <= y.start + 1e-12 for x, y in itertools.pairwise(spans))
+    if mode == "colocated":
+        assert idle_fraction(b) == pytest.approx(0.0, abs=1e-12)
     if mode == "disaggregated":
         assert idle_fraction(b, "rollout") > 0.3 and idle_fraction(b, "trainer") > 0.3
     if mode == "one_step_off":
         assert idle_fraction(b, "trainer") < idle_fraction(
             timeline("disaggregated", c, 8, 5, 7), "trainer"
         )
+
+
+def test_measured_costs_predict_the_colocated_step():
+    c = measured_costs([0.5, 0.7, 0.6], [0.4, 0.4, 0.5], [0.01, 0.02, 0.01])
+    assert (c.t_gen, c.t_train, c.t_sync) == (0.6, 0.4, 0.01)
+    assert step_time("colocated", c, 1) == pytest.approx(0.6 + 0.4 + 0.01)
+    assert measured_costs([1.0], [2.0], [0.0], devices=4).t_gen == 4.0
 
 
 def test_colocated_memory_counts_four_models_worth(model):
