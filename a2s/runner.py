@@ -50,6 +50,7 @@ REFERENCE_PACKAGES = (
     "parallel",
     "driver",
     "cpu",
+    "rl",
 )
 
 

@@ -36,6 +36,7 @@ _REFERENCE = {
     "driver",
     "cpu",
     "native",
+    "rl",
 }
 
 # subpackage -> the subpackages it may import: docs/architecture.md, "Import rules" (a test
@@ -58,6 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "driver": set(),
     "cpu": set(),
     "native": {"autograd", "kernels", "hardware"},
+    "rl": {"model", "runtime", "autograd", "nn", "optim", "numerics"},
     "viz": _REFERENCE,
     "checks": _REFERENCE,
     "bench": _REFERENCE,
