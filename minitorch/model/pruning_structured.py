@@ -27,9 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
+from minitorch.model.blocks import Block
 from minitorch.model.config import GPTConfig
 from minitorch.model.gpt import GPT
 from minitorch.model.quant_model import linear_layers
@@ -61,6 +63,10 @@ class Savings:
     attention_flops: int = 0
 
 
+def _blocks(model: GPT) -> list[Block]:
+    return [cast(Block, b) for b in model.blocks]
+
+
 def _copy(model: GPT, config: GPTConfig | None = None) -> GPT:
     out = GPT(config or model.config)
     if config is None:
@@ -72,7 +78,7 @@ def head_scores(model: GPT) -> np.ndarray:
     """(n_layer, n_head): the L2 norm of each head's columns of ``o_proj``."""
     cfg = model.config
     rows = []
-    for block in model.blocks:
+    for block in _blocks(model):
         w = block.attn.o_proj.weight.data.astype(np.float64)  # (C, H d)
         rows.append(np.linalg.norm(w.reshape(cfg.d_model, cfg.n_head, -1), axis=(0, 2)))
     return np.array(rows)
@@ -98,7 +104,7 @@ def prune_heads(model: GPT, heads: Heads) -> GPT:
     _check_heads(cfg, heads)
     out, d = _copy(model), cfg.head_dim
     for layer, hs in heads.items():
-        attn = out.blocks[layer].attn
+        attn = _blocks(out)[layer].attn
         for h in hs:
             attn.q_proj.weight.data[h * d : (h + 1) * d] = 0
             attn.o_proj.weight.data[:, h * d : (h + 1) * d] = 0
@@ -113,7 +119,7 @@ def compact_heads(model: GPT, heads: Heads) -> list[dict[str, np.ndarray]]:
     cfg = model.config
     _check_heads(cfg, heads)
     d, out = cfg.head_dim, []
-    for i, block in enumerate(model.blocks):
+    for i, block in enumerate(_blocks(model)):
         gone = set(heads.get(i, ()))
         q = [h for h in range(cfg.n_head) if h not in gone]
         kv = [g for g in range(cfg.n_kv_head) if g not in _dead_kv(cfg, sorted(gone))]
@@ -154,7 +160,7 @@ def linear_cost(matrices: Sequence[np.ndarray], itemsize: int = 4) -> tuple[int,
 def channel_scores(model: GPT) -> np.ndarray:
     """(n_layer, ff): ``|w1_j| |w3_j| |w2_:,j|`` (SwiGLU) or ``|w1_j| |w2_:,j|`` (GELU)."""
     rows = []
-    for block in model.blocks:
+    for block in _blocks(model):
         mlp = block.mlp
         score = np.linalg.norm(mlp.w1.weight.data, axis=1) * np.linalg.norm(
             mlp.w2.weight.data, axis=0
