@@ -19,8 +19,8 @@ from a ``GPTConfig`` (``head_dim = d_model / n_head``), so :func:`compact_heads`
 smaller matrices and :func:`prune_heads` the equivalent zero-masked model.
 
 Lab: 33_sparsity_distillation_qat
-Paper: Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?"
-(arXiv:1905.10650): removing attention heads after training.
+Paper: Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?" (NeurIPS
+2019): removing attention heads after training.
 """
 
 from __future__ import annotations

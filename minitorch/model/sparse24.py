@@ -21,7 +21,8 @@ value bytes (plus the indices), and returns the dense product of the masked weig
 
 Lab: 33_sparsity_distillation_qat
 Paper: Mishra et al. 2021, "Accelerating Sparse Deep Neural Networks" (arXiv:2104.08378):
-2:4 fine-grained structured sparsity, values plus 2-bit metadata per kept element.
+2:4 fine-grained structured sparsity on NVIDIA Ampere's Sparse Tensor Cores (the packing
+order of the indices here is the lab's own, not the hardware's).
 """
 
 from __future__ import annotations
