@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from threadpoolctl import threadpool_limits
 
 from minitorch.autograd import Tensor
 from minitorch.model.checkpoint import load_pretrained
@@ -20,6 +21,14 @@ from minitorch.model.distill import (
     transfer_set,
 )
 from minitorch.model.gpt import GPT
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """Tiny matrices: BLAS threads only contend with the other test workers."""
+    with threadpool_limits(limits=1):
+        yield
+
 
 G = np.random.default_rng(0)
 ZS, ZT = G.standard_normal((3, 5, 16)) * 2, G.standard_normal((3, 5, 16)) * 3

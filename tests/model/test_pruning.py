@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from threadpoolctl import threadpool_limits
 from torch.nn.utils import prune
 
 from minitorch.autograd import no_grad
@@ -40,6 +41,14 @@ from minitorch.model.pruning_structured import (
     prune_heads,
     prune_mlp,
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """Tiny matrices: BLAS threads only contend with the other test workers."""
+    with threadpool_limits(limits=1):
+        yield
+
 
 SMALL = GPTConfig(n_layer=2, n_head=4, n_kv_head=2, d_model=32)
 X, Y = task_batch(["reverse", "sort"], 64, seed=777)
