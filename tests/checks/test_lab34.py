@@ -179,6 +179,18 @@ def test_speculative_greedy_passes(capsys):
     assert capsys.readouterr().out.count("✔ Exercise 34.2 passed") == 2
 
 
+def test_each_check_of_34_2_in_one_process_has_its_own_target(monkeypatch):
+    """An earlier check's target, still in memory (a traceback keeps it), is not this one's:
+    a learner who finds it through gc in the child decodes another model's text."""
+    seeds: list[int] = []
+    made = lab34.greedy.models
+    monkeypatch.setattr(lab34.greedy, "models", lambda seed=None: seeds.append(seed) or made(seed))
+    lab34.check_speculative_greedy(speculative_greedy)
+    first = set(seeds)
+    lab34.check_speculative_greedy(speculative_greedy)
+    assert first and not first & set(seeds[len(first) :]) and None not in seeds
+
+
 def test_speculative_greedy_rejects_plain_decoding_over_the_budget():
     rejects(lab34.check_speculative_greedy, plain_greedy, match="one pass per token")
 
