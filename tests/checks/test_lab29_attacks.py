@@ -45,6 +45,7 @@ from tests.checks.test_lab29 import (
     steps_eager,
     steps_once,
     steps_reordered,
+    steps_sync_each,
     submit_all,
     time_slices,
     wait_cost,
@@ -840,17 +841,6 @@ def steps_instantiate_each(stream, step, n_steps):
     handle = stream.end_capture()
     for _ in range(n_steps):
         stream.replay(stream.instantiate(handle))
-    return stream.synchronize()
-
-
-def steps_sync_each(stream, step, n_steps):
-    stream.begin_capture()
-    for entry in step:
-        stream.launch(*entry)
-    g = stream.instantiate(stream.end_capture())
-    for _ in range(n_steps):
-        stream.replay(g)
-        stream.synchronize()
     return stream.synchronize()
 
 

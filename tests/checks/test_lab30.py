@@ -204,18 +204,19 @@ def test_watchdog_rejects_wrong_answers(bug, match):
     rejects(lab30.check_watchdog, lambda *a: watchdog(*a, bug=bug), match=match)
 
 
-def test_watchdog_rejects_a_hang_checked_before_the_completion():
-    def hang_first(beats, done, deadline, poll, horizon):
-        k = 1
-        while k * poll <= horizon:
-            t = k * poll
-            if t - max([b for b in beats if b <= t], default=0.0) > deadline:
-                return t
-            if done is not None and done <= t:
-                return None
-            k += 1
-        return None
+def hang_first(beats, done, deadline, poll, horizon):  # checks the hang before the completion
+    k = 1
+    while k * poll <= horizon:
+        t = k * poll
+        if t - max([b for b in beats if b <= t], default=0.0) > deadline:
+            return t
+        if done is not None and done <= t:
+            return None
+        k += 1
+    return None
 
+
+def test_watchdog_rejects_a_hang_checked_before_the_completion():
     rejects(lab30.check_watchdog, hang_first, match="completion first")
     rejects(lab30.check_watchdog, lambda *a: "hung", match="or None")
 

@@ -51,6 +51,7 @@ from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentErr
 from a2s.checks.lab30 import counters, governor, watchdog
 from tests.checks.test_lab30 import counter_rates as cr_ref
 from tests.checks.test_lab30 import governor as gov_ref
+from tests.checks.test_lab30 import hang_first as wd_hang_first
 from tests.checks.test_lab30 import run_commands as rc_ref
 from tests.checks.test_lab30 import watchdog as wd_ref
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
@@ -510,18 +511,6 @@ class Dog:
             if t - (seen[-1] if seen else 0) > self.deadline:
                 return t
         return None
-
-
-def wd_hang_first(beats, done, deadline, poll, horizon):
-    k = 1
-    while k * poll <= horizon:
-        t = k * poll
-        if t - max([b for b in beats if b <= t], default=0.0) > deadline:
-            return t
-        if done is not None and done <= t:
-            return None
-        k += 1
-    return None
 
 
 def wd_short_horizon(beats, done, deadline, poll, horizon):
