@@ -39,6 +39,21 @@ def governor(activity, temp_c, cap_w, table, chip, bug=""):
     return min(fits) if bug == "lowest" else max(fits)
 
 
+def energy_clock(cycles, mem_ns, activity, temp_c, table, chip, bug=""):
+    t = chip["t_leak0_c"] if bug == "cold" else temp_c
+    leak = chip["p_leak0_w"] * np.exp(chip["beta_per_k"] * (t - chip["t_leak0_c"]))
+    mem = 0.0 if bug == "no memory" else mem_ns * (1.0 if bug == "ns" else 1e-9)
+
+    def energy(f, v):
+        return (activity * chip["c_eff_f"] * v * v * f * 1e6 + leak) * (cycles / (f * 1e6) + mem)
+
+    if bug == "race":
+        return max(f for f, _ in table)
+    if bug == "least power":
+        return min(table, key=lambda p: activity * chip["c_eff_f"] * p[1] ** 2 * p[0])[0]
+    return min(table, key=lambda p: energy(*p))[0]
+
+
 def watchdog(beats, done, deadline, poll, horizon, bug=""):
     k = 1
     while k * poll <= horizon:
@@ -100,7 +115,8 @@ def test_right_answers_pass(capsys):
     lab30.check_governor(governor)
     lab30.check_watchdog(watchdog)
     lab30.check_run_commands(run_commands)
-    assert capsys.readouterr().out.count("passed") == 4
+    lab30.check_energy_clock(energy_clock)
+    assert capsys.readouterr().out.count("passed") == 5
 
 
 # --------------------------------------------------------------------------- 30.1
@@ -189,6 +205,60 @@ def test_governor_rejects_the_reference():
         return gpu.choose_point(activity).f_mhz
 
     rejects(lab30.check_governor, ref, match="reference", error=ReferenceCalledError)
+
+
+# --------------------------------------------------------------------------- 30.5
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("race", "top clock is not the least energy"),
+        ("least power", "least \\*power\\*"),
+        ("no memory", "waits t_m on memory"),
+        ("ns", "mem_ns is in nanoseconds"),
+        ("cold", "evaluate it at temp_c"),
+    ],
+)
+def test_energy_clock_rejects_wrong_answers(bug, match):
+    rejects(lab30.check_energy_clock, lambda *a: energy_clock(*a, bug=bug), match=match)
+
+
+def test_energy_clock_holds_the_closed_forms():
+    """The named decode and prefill cases carry the closed form itself (f_min; the knee), and
+    the scan of the truth agrees with the reference's closed forms on every named phase: the
+    cube root above the knee on the hot die, the square root at the floor for the mixed one."""
+    from a2s.checks.lab30 import energy
+
+    model = power.PowerModel()
+    table = [power.OperatingPoint(f, v) for f, v in lab30.TABLE]
+    decode, prefill, hot, mixed = (args for _, args, *_ in energy._NAMED)
+    assert [row[-1] for row in energy._NAMED[:2]] == [600.0, 1200.0]
+    assert _truth.least_energy_clock(*decode) == power.optimal_clock_memory_bound(table)
+    assert _truth.least_energy_clock(*prefill) == power.optimal_clock_compute_bound(model, 0.8, 60)
+    root = power.optimal_clock_compute_bound(model, 0.3, 95.0)
+    assert 1200 < root < 1980 and abs(_truth.least_energy_clock(*hot) - root) <= 15
+    phase = power.Phase("mixed", cycles=mixed[0], mem_ns=mixed[1], activity=mixed[2])
+    f_star = power.optimal_clock_mixed(model, phase, 60.0)
+    assert 600 < f_star < 1200 and abs(_truth.least_energy_clock(*mixed) - f_star) <= 15
+
+
+def test_energy_clock_rejects_a_clock_off_the_table():
+    rejects(lab30.check_energy_clock, lambda *a: 1234.5, match="not a clock of the table")
+    rejects(lab30.check_energy_clock, lambda *a: "low", match="clock in MHz")
+
+
+def test_energy_clock_rejects_the_reference():
+    def ref(cycles, mem_ns, activity, temp_c, table, chip):
+        model = power.PowerModel()
+        phase = power.Phase("p", cycles=cycles, mem_ns=mem_ns, activity=activity)
+        return power.optimal_point(model, phase, temp_c).f_mhz
+
+    rejects(lab30.check_energy_clock, ref, match="reference", error=ReferenceCalledError)
+    rejects(
+        lab30.check_energy_clock,
+        _truth.least_energy_clock,
+        match="reference",
+        error=ReferenceCalledError,
+    )
 
 
 # --------------------------------------------------------------------------- 30.3
@@ -391,4 +461,14 @@ MUSTS = [
         "the report must agree with the grader's record",
         "test_run_commands_cannot_rewrite_the_graders_record",
     ),
+    ("30.5", "with $f$ in Hz (`f_mhz * 1e6`)", "test_energy_clock_rejects_wrong_answers"),
+    ("30.5", "$t_m$ in seconds (`mem_ns * 1e-9`)", "test_energy_clock_rejects_wrong_answers"),
+    ("30.5", "$V$ each point's own", "test_attempt"),
+    ("30.5", "the leakage at the die's temperature", "test_energy_clock_rejects_wrong_answers"),
+    (
+        "30.5",
+        "holds those two cases to exactly those closed forms",
+        "test_energy_clock_holds_the_closed_forms",
+    ),
+    ("30.5", "the clock (MHz) of `table`", "test_energy_clock_rejects_a_clock_off_the_table"),
 ]

@@ -15,6 +15,12 @@ learner's ``run_commands`` in a forked child whose ``gpus[d]`` are requests to t
   torch, a lookup of the public cases (fallback: the top clock), a governor keyed on its call
   count, a float whose ``==`` says yes, rebinding ``CAP`` and zeroing ``CHIP`` mid-check,
   the expected value read from the caller's frame (it has none in the replay).
+* 30.5: a scan, numpy's argmin with imports inside, a dataclass and ``min(key=)`` behind a
+  decorator; the top clock, the least power, the memory time left out, ``mem_ns`` taken as
+  seconds, leakage at T_0, V from the lab's formula; the reference ``optimal_point``, the
+  reference's closed forms, the grader's truth, torch, a lookup of the public cases (fallback:
+  the knee), a float whose ``==`` says yes, rebinding the grader's ``TABLE`` and ``CHIP``
+  mid-check.
 * 30.3: a pointer over sorted beats, ``bisect``, an event walk over the gaps, a class;
   a deadline on completion, ``>=``, the last beat of the whole trace, the hang tested before
   the completion, the horizon's poll left out; the reference ``Watchdog``, the grader's
@@ -48,8 +54,9 @@ import pytest
 
 from a2s.checks import lab30
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError, StudentError
-from a2s.checks.lab30 import counters, governor, watchdog
+from a2s.checks.lab30 import counters, energy, governor, watchdog
 from tests.checks.test_lab30 import counter_rates as cr_ref
+from tests.checks.test_lab30 import energy_clock as ec_ref
 from tests.checks.test_lab30 import governor as gov_ref
 from tests.checks.test_lab30 import hang_first as wd_hang_first
 from tests.checks.test_lab30 import run_commands as rc_ref
@@ -910,7 +917,181 @@ RECOVERY = [
 ]
 
 
-ATTEMPTS = COUNTERS + GOVERNOR + WATCHDOG + RECOVERY
+# --------------------------------------------------------------------------- 30.5
+def ec_numpy(cycles, mem_ns, activity, temp_c, table, chip):
+    import numpy
+
+    f, v = numpy.asarray(table, dtype=numpy.float64).T
+    leak = chip["p_leak0_w"] * numpy.exp(chip["beta_per_k"] * (temp_c - chip["t_leak0_c"]))
+    e = (activity * chip["c_eff_f"] * v**2 * f * 1e6 + leak) * (cycles / (f * 1e6) + mem_ns / 1e9)
+    return float(f[int(numpy.argmin(e))])
+
+
+@dataclass
+class Phase:
+    cycles: float
+    seconds_on_memory: float
+    activity: float
+
+    def joules(self, f_hz, volts, chip, leak):
+        watts = self.activity * chip["c_eff_f"] * volts**2 * f_hz + leak
+        return watts * (self.cycles / f_hz + self.seconds_on_memory)
+
+
+def _logged(fn):
+    @functools.wraps(fn)
+    def inner(*args):
+        return fn(*args)
+
+    return inner
+
+
+@_logged
+def ec_dataclass(cycles, mem_ns, activity, temp_c, table, chip):
+    phase = Phase(cycles, mem_ns * 1e-9, activity)
+    leak = chip["p_leak0_w"] * math.exp(chip["beta_per_k"] * (temp_c - chip["t_leak0_c"]))
+    return min(table, key=lambda p: phase.joules(p[0] * 1e6, p[1], chip, leak))[0]
+
+
+def ec_lab_volts(cycles, mem_ns, activity, temp_c, table, chip):
+    lab = [(f, 0.70 * max(1.0, f / 1200.0)) for f, _ in table]
+    return ec_ref(cycles, mem_ns, activity, temp_c, lab, chip)
+
+
+def ec_reference(cycles, mem_ns, activity, temp_c, table, chip):
+    from minitorch.driver import power
+
+    phase = power.Phase("p", cycles=cycles, mem_ns=mem_ns, activity=activity)
+    return power.optimal_point(power.PowerModel(), phase, temp_c).f_mhz
+
+
+def ec_closed_forms(cycles, mem_ns, activity, temp_c, table, chip):
+    from minitorch.driver import power
+
+    model = power.PowerModel()
+    if cycles < 1e4:
+        return power.optimal_clock_memory_bound([power.OperatingPoint(*p) for p in table])
+    f = power.optimal_clock_compute_bound(model, activity, temp_c)
+    return min((p[0] for p in table), key=lambda g: abs(g - f))
+
+
+def ec_truth(*args):
+    from a2s.checks.lab30._truth import least_energy_clock
+
+    return least_energy_clock(*args)
+
+
+def ec_torch(cycles, mem_ns, activity, temp_c, table, chip):
+    import torch
+
+    t = torch.tensor(table, dtype=torch.float64)
+    leak = chip["p_leak0_w"] * math.exp(chip["beta_per_k"] * (temp_c - chip["t_leak0_c"]))
+    hz = t[:, 0] * 1e6
+    e = (activity * chip["c_eff_f"] * t[:, 1] ** 2 * hz + leak) * (cycles / hz + mem_ns * 1e-9)
+    return float(t[int(torch.argmin(e)), 0])
+
+
+def ec_rebinds():
+    """On its first call, empties the lab's table to one point and zeroes the chip's power;
+    then answers the knee everywhere."""
+    count = itertools.count()
+
+    def fn(cycles, mem_ns, activity, temp_c, table, chip):
+        if next(count) == 0:
+            energy.TABLE[:] = [(1200.0, 0.70)]
+            lab30._truth.CHIP.update(c_eff_f=0.0, p_leak0_w=0.0)
+        return 1200.0
+
+    return fn
+
+
+def rebinds_table_attempt():
+    table, chip = list(energy.TABLE), dict(lab30._truth.CHIP)
+    try:
+        lab30.check_energy_clock(ec_rebinds())
+    finally:
+        energy.TABLE[:] = table
+        lab30._truth.CHIP.clear()
+        lab30._truth.CHIP.update(chip)
+
+
+def ec(fn):
+    return lambda: lab30.check_energy_clock(fn)
+
+
+ENERGY = [
+    honest("30.5", "a scan of the table", ec(ec_ref)),
+    honest("30.5", "numpy's argmin, imports inside", ec(ec_numpy)),
+    honest("30.5", "a dataclass, min(key=), a decorator", ec(ec_dataclass)),
+    wrong(
+        "30.5",
+        "the top clock (race to idle)",
+        ec(lambda *a: ec_ref(*a, bug="race")),
+        match="top clock is not the least energy",
+    ),
+    wrong(
+        "30.5",
+        "the least power",
+        ec(lambda *a: ec_ref(*a, bug="least power")),
+        match="least \\*power\\*",
+    ),
+    wrong(
+        "30.5",
+        "the memory time left out",
+        ec(lambda *a: ec_ref(*a, bug="no memory")),
+        match="waits t_m on memory",
+    ),
+    wrong(
+        "30.5",
+        "mem_ns taken as seconds",
+        ec(lambda *a: ec_ref(*a, bug="ns")),
+        match="in nanoseconds",
+    ),
+    wrong(
+        "30.5",
+        "leakage at T_0",
+        ec(lambda *a: ec_ref(*a, bug="cold")),
+        match="evaluate it at temp_c",
+    ),
+    wrong("30.5", "V from the lab's formula", ec(ec_lab_volts), match="voltage from the table"),
+    cheat(
+        "30.5",
+        "the reference optimal_point",
+        ec(ec_reference),
+        match=REF,
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "30.5",
+        "the reference's closed forms, rounded to the table",
+        ec(ec_closed_forms),
+        match=REF,
+        error=ReferenceCalledError,
+    ),
+    cheat("30.5", "the grader's truth", ec(ec_truth), match=TRUTH, error=ReferenceCalledError),
+    cheat("30.5", "torch", ec(ec_torch), match="torch", error=ForbiddenCallError),
+    cheat(
+        "30.5",
+        "the public cases looked up, the knee otherwise",
+        ec(_lookup(energy.ENERGY, lambda *a: 1200.0)),
+        match="fresh case",
+    ),
+    cheat(
+        "30.5",
+        "a float whose == says yes",
+        ec(lambda *a: always_equal(600.0)),
+        match="subclass|plain",
+    ),
+    cheat(
+        "30.5",
+        "empties TABLE and zeroes CHIP mid-check",
+        rebinds_table_attempt,
+        match="energy_clock returned 1200 MHz",
+    ),
+]
+PENDING.append(cheat("30.5", "the expected value from the runner's frame", ec(_from_frame)))
+
+ATTEMPTS = COUNTERS + GOVERNOR + WATCHDOG + RECOVERY + ENERGY
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)

@@ -3,8 +3,9 @@
 * counters: the grader integrates piecewise-constant activity itself (``raw_readings``) and
   decodes finite-width readings with a loop (``decoded_rates``);
 * power: ``chip_power`` (``a·C·V²·f + P_0·exp(β(T − T_0))``), the least-slowdown point under
-  a cap by a scan of the table (``capped_clock``), an RC thermal step in closed form and a
-  replay of a decode trace (``replay``), all in the grader's locals;
+  a cap by a scan of the table (``capped_clock``), the point of least energy of a phase by
+  another scan (``least_energy_clock``), an RC thermal step in closed form and a replay of a
+  decode trace (``replay``), all in the grader's locals;
 * the watchdog: a poll loop over the heartbeats (``first_alarm``);
 * the runtime's response: :class:`Fleet`, the grader's devices and its own record of every
   submission and completion (the learner's code only holds request proxies to it).
@@ -77,6 +78,31 @@ def capped_clock(
         if chip_power(activity, f, v, temp_c, chip) <= cap_w and f > best:
             best = f
     return best
+
+
+def phase_energy(
+    cycles: float, mem_ns: float, activity: float, f_mhz: float, v: float, temp_c: float, chip: dict
+) -> float:
+    """``E = (a·C·V²·f + P_s(T))·(N_c/f + t_m)`` in J (f in Hz, t_m in s)."""
+    seconds = cycles / (f_mhz * 1e6) + mem_ns * 1e-9
+    return chip_power(activity, f_mhz, v, temp_c, chip) * seconds
+
+
+def least_energy_clock(
+    cycles: float,
+    mem_ns: float,
+    activity: float,
+    temp_c: float,
+    table: Sequence[tuple[float, float]],
+    chip: dict,
+) -> float:
+    """The clock of least energy for the phase, by a scan of every point of the table."""
+    best_f, best_e = math.nan, math.inf
+    for f, v in table:
+        e = phase_energy(cycles, mem_ns, activity, f, v, temp_c, chip)
+        if e < best_e:
+            best_f, best_e = f, e
+    return best_f
 
 
 def thermal_step(temp_c: float, p_w: float, dt_ns: float) -> float:

@@ -57,11 +57,9 @@ def _off(gen: Any, value: float, lo: float, hi: float) -> float:
     return value * (1.0 + float(gen.choice([-1.0, 1.0])) * gen.uniform(lo, hi))
 
 
-def _draw_fresh(gen: Any, i: int) -> tuple:
-    """Fresh cases: first one no point of the table meets (the named edge), then steps on a
-    table and a chip of their own (another voltage floor, knee, clock step and constants, each
-    well away from the lab's) under a cap between two of its points, so a table or constants
-    written into the governor, V worked out from f, or leakage at T_0 do not pass."""
+def fresh_part(gen: Any) -> tuple[list[tuple[float, float]], dict]:
+    """A DVFS table and a chip of their own: another voltage floor, knee, clock step and
+    constants, each well away from the lab's."""
     floor, knee = _off(gen, 0.70, 0.1, 0.2), 15.0 * round(_off(gen, 1200.0, 0.12, 0.25) / 15)
     step = 15 * int(gen.integers(1, 4))
     table = [(float(f), floor * max(1.0, f / knee)) for f in range(450, 2101, step)]
@@ -71,6 +69,15 @@ def _draw_fresh(gen: Any, i: int) -> tuple:
         "t_leak0_c": 60.0 + float(gen.choice([-1.0, 1.0])) * gen.uniform(5.0, 10.0),
         "beta_per_k": _off(gen, CHIP["beta_per_k"], 0.25, 0.45),
     }
+    return table, chip
+
+
+def _draw_fresh(gen: Any, i: int) -> tuple:
+    """Fresh cases: first one no point of the table meets (the named edge), then steps on a
+    table and a chip of their own (:func:`fresh_part`) under a cap between two of its points,
+    so a table or constants written into the governor, V worked out from f, or leakage at T_0
+    do not pass."""
+    table, chip = fresh_part(gen)
     a = gen.uniform(0.2, 0.9)
     t = chip["t_leak0_c"] + float(gen.choice([-1.0, 1.0])) * gen.uniform(12.0, 30.0)
     watts = [chip_power(a, f, v, t, chip) for f, v in table]
