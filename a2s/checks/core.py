@@ -39,6 +39,7 @@ from a2s.checks.errors import (
     StudentError,
 )
 from a2s.checks.guard import _CALLS, blocked, reference_called, resolve, truth_blocked
+from a2s.checks.intact import lab_intact
 from a2s.checks.values import assert_bits_equal, assert_close, assert_true, fmt_bytes, plain
 from a2s.checks.watch import Watch
 
@@ -231,7 +232,7 @@ def grader(
         def check(*students: Any, **kwargs: Any) -> None:
             try:
                 _check_callables(exercise, students)
-                with ExitStack() as stack:
+                with ExitStack() as stack, lab_intact(exercise):
                     notes = stack.enter_context(_substituted(students, uses))
                     wrapped = [_Guarded(s, exercise, blocks, forbid, allow) for s in students]
                     try:

@@ -5,7 +5,9 @@ but the data they read (opcode tables, fields, latencies, lists of cases) are pl
 lists of modules the learner can import, and a grader's helpers are module attributes anyone
 can rebind. ``with intact("a2s.checks.lab36"):`` snapshots every loaded module of that
 package (and this one), and after the grading puts back what changed and fails the attempt.
-A code swap (``fn.__code__ = ...``) is the sealed kernel's (``a2s grade``).
+Every check runs inside :func:`lab_intact` of its own lab (the ``@grader`` wrapper enters it),
+so no lab has to remember to. A code swap (``fn.__code__ = ...``) is the sealed kernel's
+(``a2s grade``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from a2s.checks.errors import CheckFailure
 
-__all__ = ["intact"]
+__all__ = ["intact", "lab_intact"]
 
 _DATA = (dict, list, tuple, set, frozenset, int, float, str, bool, bytes)  # kept by value
 
@@ -57,17 +61,58 @@ def intact(package: str) -> Iterator[None]:
         )
 
 
+def lab_intact(exercise: str) -> Any:
+    """:func:`intact` over the grader package of ``exercise`` ("36.2" -> a2s.checks.lab36)."""
+    return intact(f"a2s.checks.lab{exercise.split('.')[0]}")
+
+
 def _keep(v: Any) -> Any:
-    return copy.deepcopy(v) if type(v) in _DATA else v
+    """What is compared after: a copy of plain data and of small arrays, else the object."""
+    if isinstance(v, np.ndarray) and v.nbytes <= 1 << 20:
+        return v.copy()
+    if type(v) not in _DATA:
+        return v
+    try:
+        return copy.deepcopy(v)
+    except Exception:  # a container of something that cannot be copied: kept by identity
+        return v
 
 
 def _same(a: Any, b: Any) -> bool:
-    if type(b) not in _DATA:  # functions, classes, modules, aliases: the same object
+    """``a`` (now) is still ``b`` (what was kept): a function, class, module or alias is the
+    same object; plain data and small arrays are equal by value (:func:`_equal`)."""
+    if type(b) not in _DATA and not isinstance(b, np.ndarray):
         return a is b
+    return _equal(a, b)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Equal by value, into containers, whatever arrays or NaNs they hold."""
+    if a is b:
+        return True
+    if isinstance(b, np.ndarray):
+        return _arrays_same(a, b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in b)
+    if isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(b, float) and b != b:
+        return a != a
     try:
-        return type(a) is type(b) and bool(a == b)
+        return bool(a == b)
     except Exception:
         return False
+
+
+def _arrays_same(a: Any, b: np.ndarray) -> bool:
+    return (
+        isinstance(a, np.ndarray)
+        and a.dtype == b.dtype
+        and a.shape == b.shape
+        and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    )
 
 
 def _restore(
@@ -90,5 +135,7 @@ def _restore(
             obj.update(was)
         elif isinstance(obj, list) and obj is not was:
             obj[:] = was
+        elif isinstance(obj, np.ndarray) and obj is not was and obj.shape == was.shape:
+            obj[...] = was
         now[k] = obj
     return changed

@@ -965,18 +965,16 @@ def _patches_truth(traffic, dies, capacity, d2d, on_die, budget_s):
     grader.truth = types.SimpleNamespace(best_placement=lambda *a, **k: None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in-process a learner can rebind the grader's own module; under `a2s grade` the "
-    "snapshot reports it as tampered (docs/trust.md, 'Where the line is')",
-)
-def test_place_on_dies_rebinding_the_truth_is_caught_only_when_sealed():
+def test_place_on_dies_rebinding_the_truth_is_caught():
+    """The grader wrapper keeps the lab's grader modules intact (a2s/checks/intact.py): the
+    rebinding is put back and the attempt fails, in a plain kernel too."""
     from a2s.checks.core import CheckFailure
     from a2s.checks.lab27 import dies as grader
 
     saved = grader.truth
     try:
-        with pytest.raises(CheckFailure):
+        with pytest.raises(CheckFailure, match="changed the grader's own tables"):
             lab27.check_place_on_dies(_patches_truth)
+        assert grader.truth is saved
     finally:
         grader.truth = saved
