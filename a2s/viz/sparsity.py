@@ -28,8 +28,8 @@ def plot_compression(
     quantized after training (PTQ) and after quantization-aware fine-tuning (QAT), per
     bit width."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.6, 3.7), width_ratios=(1.6, 1))
-    for i, (name, acc) in enumerate(curves.items()):
-        left.plot(sparsities, acc, "-o", color=f"C{i}", lw=2, ms=4, label=name)
+    for i, (name, curve) in enumerate(curves.items()):
+        left.plot(sparsities, curve, "-o", color=f"C{i}", lw=2, ms=4, label=name)
     for j, (name, (s, acc)) in enumerate(points.items()):
         left.plot([s], [acc], "*", color=f"C{len(curves) + j}", ms=13, label=name)
     left.set_xlabel("fraction of linear weights removed")

@@ -23,7 +23,7 @@ import numpy as np
 
 
 # --------------------------------------------------------------------------- 2:4
-def keep_two(group: Sequence[float]) -> list[int]:
+def keep_two(group: Sequence[float] | np.ndarray) -> list[int]:
     """Positions (ascending) of the 2 largest |w| of a group of 4; ties: the lower index."""
     best: list[int] = []
     for _ in range(2):

@@ -161,8 +161,10 @@ def check_sparse24_matmul(sparse24_matmul: Callable[..., Any]) -> str:
         shape = (x.shape[0], values.shape[0], cols)
         try:
             run_apart(_drive, sparse24_matmul, hbm, mul.mul, shape, serve={**entries, **more})
-        except CheckFailure as exc:
-            raise CheckFailure(mem.problem and f"[{label}] {mem.problem}" or f"[{label}] {exc}")
+        except CheckFailure:
+            if not mem.problem:
+                raise
+            raise CheckFailure(f"[{label}] {mem.problem}") from None
         if mem.problem:
             raise CheckFailure(f"[{label}] {mem.problem}")
         want = sparse_budget(*shape, x.itemsize)
