@@ -16,6 +16,7 @@ import numpy as np
 
 from a2s.checks.cases import Case, Mistake
 from a2s.checks.core import CheckFailure, grader
+from a2s.checks.harness import run_apart
 from a2s.checks.lab33._truth import compress_loop, decompress_loop
 from a2s.checks.table import Table
 from a2s.checks.values import plain
@@ -153,6 +154,8 @@ COMPRESS = Table(
     read=_read,
     what="compress_24",
     message=_message,
+    # apart: the learner's function runs in a forked child; the case runner's frames stay here
+    prepare=lambda f: lambda *args: run_apart(f, *args),
 )
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
+from a2s.checks.harness import run_apart
 from a2s.checks.lab33._truth import distill_loop
 from a2s.checks.table import Table
 
@@ -136,6 +137,8 @@ DISTILL = Table(
     read=_read,
     what="distill_loss",
     message=_message,
+    # apart: the learner's function runs in a forked child; the case runner's frames stay here
+    prepare=lambda f: lambda *args: run_apart(f, *args),
 )
 
 

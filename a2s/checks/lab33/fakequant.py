@@ -18,6 +18,7 @@ import numpy as np
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
+from a2s.checks.harness import run_apart
 from a2s.checks.lab33._truth import fake_quant_loop, grid
 from a2s.checks.table import Table
 
@@ -164,6 +165,8 @@ FAKE_QUANT = Table(
     read=_read,
     what="fake_quant",
     message=_message,
+    # apart: the learner's function runs in a forked child; the case runner's frames stay here
+    prepare=lambda f: lambda *args: run_apart(f, *args),
 )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
+from a2s.checks.harness import run_apart
 from a2s.checks.lab33._truth import head_savings_loop
 from a2s.checks.table import Table
 
@@ -117,6 +118,8 @@ HEADS = Table(
     what="head_savings",
     message="[{label}] head_savings returned {got}, removing those rows and columns saves "
     "{want}.{hint}",
+    # apart: the learner's function runs in a forked child; the case runner's frames stay here
+    prepare=lambda f: lambda *args: run_apart(f, *args),
 )
 
 
