@@ -406,6 +406,28 @@ def test_fake_quant_rejects_wrong_gradients(bug, match):
     rejects(lab33.check_fake_quant, lambda *a: fake_quant(*a, bug=bug), match=match)
 
 
+def test_fake_quant_widens_the_range_to_hold_zero():
+    def narrow(x, lo, hi, bits, g):
+        s = (hi - lo) / (2**bits - 1)
+        z = np.round(-lo / s)
+        r = np.round(x / s + z)
+        return (np.clip(r, 0, 2**bits - 1) - z) * s, g * ((r >= 0) & (r <= 2**bits - 1))
+
+    rejects(lab33.check_fake_quant, narrow, match="hold 0")
+
+
+def test_sparse_matmul_accepts_a_last_block_past_the_end():
+    def overrun(hbm, mul, n, out, cols):
+        x = hbm.load("x")
+        base = 4 * np.repeat(np.arange(cols // 4), 2)
+        for r0 in range(0, out, 16):
+            v, m = hbm.load("values", r0, r0 + 16), hbm.load("meta", r0, r0 + 16)
+            idx = np.stack([(m >> (2 * j)) & 3 for j in range(4)], -1).reshape(len(v), -1)
+            hbm.store(r0, mul(x[:, base[None, :] + idx], v[None]).sum(-1))
+
+    lab33.check_sparse24_matmul(overrun)
+
+
 def test_fake_quant_rejects_a_zero_gradient():
     rejects(
         lab33.check_fake_quant,
@@ -523,5 +545,10 @@ MUSTS = [
     ("33.4", "and its gradient in `zs`", "test_distill_loss_checks_the_gradient"),
     ("33.5", "The rounded value decides the mask", "test_fake_quant_rejects_wrong_gradients"),
     ("33.5", "blocks it where the value was clipped", "test_fake_quant_rejects_wrong_gradients"),
+    (
+        "33.5",
+        "on the unsigned $b$-bit affine grid of a range $[lo, hi]$ (widened to hold 0)",
+        "test_fake_quant_widens_the_range_to_hold_zero",
+    ),
     ("33.5", "Exercise code may not call torch", "test_torch_is_a_forbidden_call"),
 ]

@@ -59,6 +59,15 @@ def _two_pow(x: np.ndarray, lo: float, hi: float, bits: int, g: np.ndarray) -> A
     return (q - z) * s, np.where((r >= 0) & (r <= 2**bits - 1), g, 0.0)
 
 
+def _not_widened(x: np.ndarray, lo: float, hi: float, bits: int, g: np.ndarray) -> Any:
+    """The grid over [lo, hi] itself, when the range does not hold 0."""
+    s = (hi - lo) / (2**bits - 1)
+    z = round(-lo / s)
+    r = np.round(x / s + z)
+    q = np.clip(r, 0, 2**bits - 1)
+    return (q - z) * s, np.where((r >= 0) & (r <= 2**bits - 1), g, 0.0)
+
+
 _MISTAKES = (
     Mistake(
         "The clip mask is decided by the ROUNDED value round(x / s + z) in [0, 2^b - 1]: a "
@@ -73,6 +82,11 @@ _MISTAKES = (
     Mistake(
         "Block the gradient where the value was clipped: it is 0 outside the grid.",
         answer=_no_clip,
+    ),
+    Mistake(
+        "Widen the range to hold 0 first (lo = min(lo, 0), hi = max(hi, 0)): 0 must be exactly "
+        "on the grid (the zero point), as padding and ReLU outputs need.",
+        answer=_not_widened,
     ),
     Mistake(
         "b bits give 2^b - 1 steps: s = (hi - lo) / (2^b - 1), not / 2^b.",

@@ -58,7 +58,7 @@ class _Memory:
             self._fail(f"hbm.load({name!r}): HBM holds {sorted(self.arrays)}.")
         a = self.arrays[str(name)]
         try:
-            lo, hi = int(start), a.shape[0] if stop is None else int(stop)
+            lo, hi = int(start), a.shape[0] if stop is None else min(int(stop), a.shape[0])
         except (TypeError, ValueError):
             self._fail("hbm.load(name, start, stop): start and stop are row numbers.")
         if not 0 <= lo < hi <= a.shape[0]:
