@@ -272,6 +272,14 @@ def test_sparse_matmul_counts_multiplies_itself():
     rejects(lab33.check_sparse24_matmul, local_product, match="every multiply .* goes through mul")
 
 
+def test_sparse_matmul_rejects_a_padded_multiply_count():
+    def padded(hbm, mul, n, out, cols):
+        local_product(hbm, mul, n, out, cols)
+        mul(np.ones(n * out * cols // 2), 0.5)
+
+    rejects(lab33.check_sparse24_matmul, padded, match="each product summed into y once")
+
+
 def test_sparse_matmul_requires_every_column_stored_once():
     def twice(hbm, mul, n, out, cols):
         sparse24_matmul(hbm, mul, n, out, cols)
@@ -508,6 +516,11 @@ MUSTS = [
         "33.2",
         "Every multiply of your kernel must go through `mul`",
         "test_sparse_matmul_counts_multiplies_itself",
+    ),
+    (
+        "33.2",
+        "Every multiply of your kernel must go through `mul`",
+        "test_sparse_matmul_rejects_a_padded_multiply_count",
     ),
     (
         "33.2",

@@ -10,7 +10,9 @@ element of the broadcast product. The learner's function runs in a forked child
 this process, so rewriting a counter in the child changes nothing here. Truth: a loop over
 the kept weights (``_truth.sparse_product_loop``) and the closed-form budget
 (``_truth.sparse_budget``): x, the values and the index bytes read once, y written once,
-``n out in / 2`` multiplies.
+``n out in / 2`` multiplies. The sum of every product ``mul`` returned must equal the sum of
+``y``: each product ends in ``y`` once, so a ``y`` computed without ``mul`` (the count padded
+with other products) is refused.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class _Memory:
         self.y = np.zeros((x.shape[0], values.shape[0]), dtype=x.dtype)
         self.written = np.zeros(values.shape[0], dtype=np.int64)
         self.writes, self.multiplies, self.problem = 0, 0, ""
+        self.product_sum, self.product_abs = 0.0, 0.0  # of every product mul handed out
 
     def _fail(self, text: str) -> None:
         self.problem = self.problem or text
@@ -94,6 +97,8 @@ class _Memory:
         except (TypeError, ValueError):
             self._fail("mul(a, b) multiplies two arrays of numbers (broadcast).")
         self.multiplies += int(prod.size)
+        self.product_sum += float(prod.sum(dtype=np.float64))
+        self.product_abs += float(np.abs(prod).sum(dtype=np.float64))
         return prod
 
 
@@ -142,6 +147,13 @@ def _budget_problem(mem: _Memory, want: dict[str, int]) -> str:
         )
     if np.any(mem.written != 1):
         return "every column of y is stored exactly once (hbm.store(start, block))."
+    total = float(mem.y.sum(dtype=np.float64))
+    if abs(total - mem.product_sum) > 1e-5 * max(mem.product_abs, 1.0):
+        return (
+            f"the entries of y sum to {total:.6g}, the products mul returned to "
+            f"{mem.product_sum:.6g}: y is the sum of the products your kernel asked mul for, "
+            "each product summed into y once (every multiply goes through mul)."
+        )
     return ""
 
 
