@@ -3,6 +3,8 @@ reference calls fail with the hint of their mistake."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from a2s.checks import lab35
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from a2s.checks.lab35 import _truth
 from minitorch.autograd import Tensor, exp
-from minitorch.rl import grpo, placement, rollout
+from minitorch.rl import grpo, placement, rollout, sync
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.rl")
@@ -263,13 +265,13 @@ def test_the_model_of_35_3_is_not_the_shipped_checkpoint():
     assert np.abs(a - b).max() > 0.1
 
 
-# --------------------------------------------------------------------------- 35.4
+# --------------------------------------------------------------------------- 35.5
 def test_step_time_passes(capsys):
     lab35.check_step_time(step_time)
     lab35.check_step_time(
         lambda m, g, t, s, n, ng: _STEP(m, placement.StepCosts(g, t, s, s), n, ng)
     )
-    assert capsys.readouterr().out.count("✔ Exercise 35.4 passed") == 2
+    assert capsys.readouterr().out.count("✔ Exercise 35.5 passed") == 2
 
 
 @pytest.mark.parametrize(
@@ -295,6 +297,125 @@ def test_step_time_rejects_the_reference():
         match="reference",
         error=ReferenceCalledError,
     )
+
+
+# --------------------------------------------------------------------------- 35.4
+class WeightSync:
+    def __init__(self, engine, lora_only):
+        self.engine, self.lora_only, self.held = engine, lora_only, None
+
+    def push(self, params, version):
+        if self.engine.busy():
+            self.held = (params, version)
+            return
+        self.apply(params, version)
+
+    def flush(self):
+        if self.held is not None and not self.engine.busy():
+            (params, version), self.held = self.held, None
+            self.apply(params, version)
+
+    def apply(self, params, version):
+        for name, value in params.items():
+            if not self.lora_only or ".lora_A" in name or ".lora_B" in name:
+                self.engine.load(name, value)
+        self.engine.set_version(version)
+
+
+@dataclass
+class QueueSync:
+    """Another honest answer: a list of held pushes, of which flush applies the last."""
+
+    engine: object
+    lora_only: bool
+    queue: list = field(default_factory=list)
+
+    def push(self, params, version):
+        self.queue.append((params, version))
+        if not self.engine.busy():
+            self.flush()
+
+    def flush(self):
+        if self.queue and not self.engine.busy():
+            params, version = self.queue[-1]
+            self.queue.clear()
+            keep = [k for k in params if "lora_" in k] if self.lora_only else list(params)
+            for k in keep:
+                self.engine.load(k, params[k])
+            self.engine.set_version(version)
+
+
+class Eager(WeightSync):
+    def push(self, params, version):
+        self.apply(params, version)
+
+
+class EveryParameter(WeightSync):
+    def __init__(self, engine, lora_only):
+        super().__init__(engine, False)
+
+
+class EveryHeldPush(WeightSync):
+    def push(self, params, version):
+        if self.engine.busy():
+            self.held = [*(self.held or []), (params, version)]
+            return
+        self.apply(params, version)
+
+    def flush(self):
+        for params, version in self.held or []:
+            self.apply(params, version)
+        self.held = None
+
+
+class FirstHeldPush(WeightSync):
+    def push(self, params, version):
+        if self.engine.busy():
+            self.held = self.held or (params, version)
+            return
+        self.apply(params, version)
+
+
+class VersionAtOnce(WeightSync):
+    def push(self, params, version):
+        if self.engine.busy():
+            self.engine.set_version(version)
+        super().push(params, version)
+
+
+class NeverFlushes(WeightSync):
+    def flush(self):
+        pass
+
+
+def test_weight_sync_passes(capsys):
+    lab35.check_weight_sync(WeightSync)
+    lab35.check_weight_sync(QueueSync)
+    assert capsys.readouterr().out.count("✔ Exercise 35.4 passed") == 2
+
+
+def test_weight_sync_rejects_a_load_during_a_run():
+    rejects(lab35.check_weight_sync, Eager, match="mix two policies")
+    rejects(lab35.check_weight_sync, VersionAtOnce, match="serves one version")
+
+
+def test_weight_sync_with_lora_moves_only_the_adapters():
+    rejects(lab35.check_weight_sync, EveryParameter, match=r"only the adapters.*\.lora_A")
+
+
+def test_weight_sync_applies_only_the_newest_held_push():
+    rejects(lab35.check_weight_sync, EveryHeldPush, match="only the newest held push")
+    rejects(lab35.check_weight_sync, FirstHeldPush, match="serves version 2, expected 3")
+    rejects(lab35.check_weight_sync, NeverFlushes, match="serves version 1, expected 3")
+
+
+def test_weight_sync_rejects_the_reference():
+    class Ref(WeightSync):
+        def apply(self, params, version):
+            sync.param_bytes(None)
+            super().apply(params, version)
+
+    rejects(lab35.check_weight_sync, Ref, match="reference", error=ReferenceCalledError)
 
 
 # --------------------------------------------------------------------------- truths
@@ -325,6 +446,27 @@ def test_truths_agree_with_the_reference():
 
 
 # --------------------------------------------------------------------------- bad input
+class _LoadsAName(WeightSync):
+    def apply(self, params, version):
+        self.engine.load("weights", np.zeros(3))
+
+
+class _LoadsAString(WeightSync):
+    def apply(self, params, version):
+        self.engine.load(next(iter(params)), "abc")
+
+
+class _NoFlush:
+    def __init__(self, engine, lora_only):
+        self.engine = engine
+
+    def push(self, params, version):
+        if not self.engine.busy():
+            for k, v in params.items():
+                self.engine.load(k, v)
+            self.engine.set_version(version)
+
+
 @pytest.mark.parametrize(
     ("check", "answer", "match"),
     [
@@ -335,6 +477,9 @@ def test_truths_agree_with_the_reference():
         (lab35.check_recompute_logprobs, lambda m, i, t, p, T: (m(i), None)[1], "shape"),
         (lab35.check_recompute_logprobs, lambda m, i, t, p, T: m(i)[:, 0], "shape"),
         (lab35.check_step_time, lambda *a: "fast", "one float"),
+        (lab35.check_weight_sync, _LoadsAName, "not a parameter"),
+        (lab35.check_weight_sync, _LoadsAString, "float array"),
+        (lab35.check_weight_sync, _NoFlush, "no method flush"),
     ],
 )
 def test_bad_answers_get_a_clear_message(check, answer, match):
@@ -389,7 +534,28 @@ MUSTS = [
         "`model` is a request to the grader",
         "test_recompute_logprobs_rejects_the_reference_and_a_local_model",
     ),
-    ("35.4", "each side waits for the other", "test_step_time_rejects_wrong_formulas"),
-    ("35.4", "generation and training overlap", "test_step_time_rejects_wrong_formulas"),
-    ("35.4", "nor the `minitorch.rl` reference", "test_step_time_rejects_the_reference"),
+    ("35.5", "each side waits for the other", "test_step_time_rejects_wrong_formulas"),
+    ("35.5", "generation and training overlap", "test_step_time_rejects_wrong_formulas"),
+    ("35.5", "nor the `minitorch.rl` reference", "test_step_time_rejects_the_reference"),
+    (
+        "35.4",
+        "Nothing may change while the engine runs",
+        "test_weight_sync_rejects_a_load_during_a_run",
+    ),
+    (
+        "35.4",
+        "a later push during the same run replaces the held one",
+        "test_weight_sync_applies_only_the_newest_held_push",
+    ),
+    (
+        "35.4",
+        "each sync moves each parameter once",
+        "test_weight_sync_applies_only_the_newest_held_push",
+    ),
+    (
+        "35.4",
+        "With `lora_only` only the adapters train",
+        "test_weight_sync_with_lora_moves_only_the_adapters",
+    ),
+    ("35.4", "nor the `minitorch.rl` reference", "test_weight_sync_rejects_the_reference"),
 ]

@@ -1,4 +1,4 @@
-"""Grader of exercise 35.4: the step time of three placements of the RL loop, closed form.
+"""Grader of exercise 35.5: the step time of three placements of the RL loop, closed form.
 
 ``step_time(mode, t_gen, t_train, t_sync, devices, gen_devices)``: seconds per RL step in
 steady state when generating one step's rollouts takes ``t_gen`` seconds on one device and
@@ -83,7 +83,7 @@ def _draw(g: np.random.Generator, i: int) -> tuple[str, tuple[Any, ...]]:
 
 
 STEP = Table(
-    "35.4",
+    "35.5",
     truth=lambda mode, g, t, s, n, ng: step_seconds(mode, g, t, s, n, ng or 1),
     named=[
         ("colocated, 8 devices", ("colocated", 8.0, 4.0, 0.5, 8, None)),
@@ -105,8 +105,8 @@ STEP = Table(
 )
 
 
-@grader("35.4", blocks=("minitorch.rl.placement",))
+@grader("35.5", blocks=("minitorch.rl.placement",))
 def check_step_time(step_time: Callable[..., Any]) -> str:
-    """Exercise 35.4: step_time(mode, t_gen, t_train, t_sync, devices, gen_devices) -> s."""
+    """Exercise 35.5: step_time(mode, t_gen, t_train, t_sync, devices, gen_devices) -> s."""
     n = STEP.grade(step_time)
     return f"{n} placements (3 fresh) match the closed form of the three modes"
