@@ -17,6 +17,7 @@ import numpy as np
 from a2s.checks.cases import Mistake
 from a2s.checks.compare import float_array
 from a2s.checks.core import CheckFailure, grader
+from a2s.checks.harness import run_apart
 from a2s.checks.lab35._truth import advantages_loop
 from a2s.checks.table import Table
 
@@ -83,6 +84,8 @@ ADVANTAGES = Table(
     "completion of a group, groups laid out one after the other.",
     read=_read,
     same=_same,
+    # each case in a forked child: the cases' frames (and ``want``) are not the learner's
+    prepare=lambda f: lambda *args: run_apart(f, *args),
     what="group_advantages",
     message="[{label}] group_advantages returned {got}, expected {want}.{hint}",
 )

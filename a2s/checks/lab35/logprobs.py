@@ -4,7 +4,8 @@
 log-probabilities log softmax(logits / T) of the sampled tokens. ``model(ids)`` is a request to
 this process: the tiny GPT, its weights jittered by a draw of the check's fresh seed, runs here
 on the (B, L) padded ids and returns (B, L, V) logits; every call is counted here (the
-learner's code runs in a forked child whose copy of the model is zeroed, :func:`run_apart`).
+learner's code runs in a forked child whose copies of the model and of the engine's recorded
+log-probabilities are zeroed, :func:`run_apart`).
 The rollouts come from lab 19's engine serving the same weights (``minitorch.rl.rollout``,
 run here), which recorded log p of each token as it sampled it. The answer must equal a plain
 loop over the logits the grader computes itself (``_truth.logprobs_loop``), and so the
@@ -78,9 +79,15 @@ class _Counted:
 
 
 def _apart(student: Callable[..., Any], zero: tuple[Any, ...], *args: Any) -> Any:
-    for m in zero:
-        for p in m.parameters():
-            p.data[...] = 0.0
+    """Child side: zero this process's copies of the models and of the engine's numbers."""
+    for obj in zero:
+        if isinstance(obj, np.ndarray):
+            obj[...] = 0.0
+        elif hasattr(obj, "logp"):  # the engine: its record of log p per sequence
+            obj.logp.clear()
+        else:
+            for p in obj.parameters():
+                p.data[...] = 0.0
     return student(_forward, *args)
 
 
@@ -129,7 +136,7 @@ def check_recompute_logprobs(recompute_logprobs: Callable[..., Any]) -> str:
         got = run_apart(
             _apart,
             recompute_logprobs,
-            (model, _shipped()),
+            (model, _shipped(), engine, batch.engine_logp),
             ids,
             tok,
             pos,

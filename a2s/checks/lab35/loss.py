@@ -2,13 +2,13 @@
 
 ``grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip, beta)`` gets ``logp`` as a
 float64 Tensor (B, T) on the tape and the rest as numpy; it returns the scalar loss -J as a
-Tensor. The grader calls ``backward`` itself and compares the loss and ``logp.grad`` with
-``_truth.grpo_loop``, which writes the loss and its derivative token by token by hand (the
-clipped surrogate's min: rho A where it is the smaller term, a constant otherwise; the k3 KL
-exp(d) - d - 1 with d = ref - logp). The named cases put ratios on both sides of the clip
-range with both signs of the advantage, padded completions, beta = 0, and a group whose
-rewards are all equal. A wrong answer is matched against the truth's wrong variants for its
-hint.
+Tensor. It runs in a forked child (:func:`run_apart`), where the grader calls ``backward``
+itself; the loss and ``logp.grad`` come back and are compared with ``_truth.grpo_loop``,
+which writes the loss and its derivative token by token by hand (the clipped surrogate's
+min: rho A where it is the smaller term, a constant otherwise; the k3 KL exp(d) - d - 1 with
+d = ref - logp). The named cases put ratios on both sides of the clip range with both signs
+of the advantage, padded completions, beta = 0, and a group whose rewards are all equal. A
+wrong answer is matched against the truth's wrong variants for its hint.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from a2s.checks.cases import fresh
 from a2s.checks.core import CheckFailure, case_label, fresh_rng, grader, plain, rng
+from a2s.checks.harness import run_apart
 from a2s.checks.lab35._truth import grpo_loop
 
 __all__ = ["check_grpo_loss"]
@@ -82,7 +83,8 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _run(student: Callable[..., Any], c: dict[str, Any], label: str) -> tuple[float, np.ndarray]:
+def _loss_and_grad(student: Callable[..., Any], c: dict[str, Any], label: str) -> Any:
+    """Child side: the learner's loss on a fresh Tensor, backward, (loss, d loss / d logp)."""
     from minitorch.autograd import Tensor
 
     logp = Tensor(c["logp"].copy(), requires_grad=True)
@@ -105,9 +107,13 @@ def _run(student: Callable[..., Any], c: dict[str, Any], label: str) -> tuple[fl
             f"[{label}] the loss does not depend on logp on the tape (logp.grad is None): build "
             "it from the Tensor logp, not from logp.data or numpy copies."
         )
-    value = plain(np.asarray(loss.data, np.float64).reshape(()).item(), case=label)
-    grad = np.asarray(plain(logp.grad.data if hasattr(logp.grad, "data") else logp.grad), float)
-    return float(value), grad
+    grad = logp.grad.data if hasattr(logp.grad, "data") else logp.grad
+    return float(np.asarray(loss.data, np.float64).reshape(-1)[0]), np.asarray(grad, np.float64)
+
+
+def _run(student: Callable[..., Any], c: dict[str, Any], label: str) -> tuple[float, np.ndarray]:
+    got = plain(run_apart(_loss_and_grad, student, c, label), what="loss and gradient", case=label)
+    return float(got[0]), np.asarray(got[1], np.float64)
 
 
 def _close(a: tuple[float, np.ndarray], b: tuple[float, np.ndarray]) -> bool:
@@ -123,8 +129,8 @@ def check_grpo_loss(grpo_loss: Callable[..., Any]) -> str:
     """Exercise 35.2: grpo_loss(logp, old_logp, ref_logp, advantages, mask, clip, beta)."""
     cases = _cases()
     for label, c in cases:
+        got = _run(grpo_loss, c, label)  # in a child, before the truth is computed
         want = grpo_loop(c["logp"], c["old"], c["ref"], c["adv"], c["mask"], c["clip"], c["beta"])
-        got = _run(grpo_loss, c, label)
         if not _close(got, want):
             args = (c["logp"], c["old"], c["ref"], c["adv"], c["mask"], c["clip"], c["beta"])
             hint = next(

@@ -18,6 +18,7 @@ import numpy as np
 from a2s.checks.cases import Mistake
 from a2s.checks.compare import number
 from a2s.checks.core import grader
+from a2s.checks.harness import run_apart
 from a2s.checks.lab35._truth import step_seconds
 from a2s.checks.table import Table
 
@@ -100,6 +101,8 @@ STEP = Table(
     "max(G/n_g, T/(N - n_g) + sync).",
     read=_read,
     same=lambda got, want: bool(np.isclose(got, want, rtol=1e-9, atol=1e-12)),
+    # each case in a forked child: the cases' frames (and ``want``) are not the learner's
+    prepare=lambda f: lambda *args: run_apart(f, *args),
     what="step_time",
     message="[{label}] step_time returned {got!r}, expected {want:.6g}.{hint}",
 )
