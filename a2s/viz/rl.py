@@ -47,6 +47,8 @@ def plot_grpo_run(
     bx.set_ylabel("milliseconds")
     bx.set_title("time per step")
     bx.grid(alpha=0.3, axis="y")
-    bx.legend(fontsize=8, loc="upper right")
+    bx.set_ylim(0, float(bottom.max()) * 1.3 if bottom.max() > 0 else 1.0)
+    bx.set_xticks(steps)
+    bx.legend(fontsize=8, loc="upper left", ncol=3)
     fig.tight_layout()
     return fig
