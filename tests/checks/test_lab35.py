@@ -409,6 +409,18 @@ def test_weight_sync_applies_only_the_newest_held_push():
     rejects(lab35.check_weight_sync, NeverFlushes, match="serves version 1, expected 3")
 
 
+def test_weight_sync_rejects_a_forged_request():
+    from a2s.checks.harness import request
+
+    class Forger(WeightSync):
+        def push(self, params, version):
+            if self.engine.busy():
+                request("done")  # end the grader's step early, skipping the run
+            super().push(params, version)
+
+    rejects(lab35.check_weight_sync, Forger, match="only the grader asks")
+
+
 def test_weight_sync_rejects_the_reference():
     class Ref(WeightSync):
         def apply(self, params, version):
@@ -558,4 +570,5 @@ MUSTS = [
         "test_weight_sync_with_lora_moves_only_the_adapters",
     ),
     ("35.4", "nor the `minitorch.rl` reference", "test_weight_sync_rejects_the_reference"),
+    ("35.4", "which plays a script", "test_weight_sync_rejects_a_forged_request"),
 ]

@@ -85,7 +85,7 @@ class _Side:
         self.lora_only = lora_only
         self.arrays = {n: g.standard_normal(s).astype(np.float32) for n, s in shapes}
         self.version, self.running, self.moved, self.problem = 0, False, 0, ""
-        self.step, self.label = 0, ""
+        self.step, self.label, self.open = 0, "", False
         base = copy.deepcopy(self.arrays)
 
         def params(v: int) -> dict[str, np.ndarray]:
@@ -112,13 +112,20 @@ class _Side:
         self.problem = self.problem or f"[{self.label}] {text}"
 
     def next(self) -> Any:
+        if self.open:
+            self.fail("a new step began before the last one ended (only the grader asks).")
         if self.problem or self.step >= len(self.script):
             return None
+        self.open = True
         self.label, self.running, job, _, _ = self.script[self.step]
         self.moved_before = self.moved
         return copy.deepcopy(job)
 
     def done(self) -> None:
+        if not self.open:
+            self.fail("a step ended that had not begun (only the grader asks).")
+            return
+        self.open = False
         _, _, _, version, moved = self.script[self.step]
         self.step += 1
         served = self.params.get(version)
