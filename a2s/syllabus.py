@@ -111,7 +111,7 @@ _LAB_TABLE = """
 32 | fault_tolerance_elastic | 5 | Fault tolerance and elastic training | checkpoints, restarts and elastic resizing on real processes | minitorch.resilience
 33 | sparsity_distillation_qat | 1 | Sparsity, distillation and QAT | 2:4 sparsity: the compressed format and a sparse matmul whose bytes and multiplies the grader counts, what removing heads saves (GQA groups), the distillation loss and its gradient, QAT's straight-through fake quantizer; accuracy vs sparsity, QAT vs PTQ, KL vs max calibration | minitorch.model
 34 | speculative_decoding | 1 | Speculative decoding, MLA and long context | speculative sampling proved exact by enumeration, greedy speculative decoding with counted target passes, tokens per pass predicted and measured, MLA's absorbed latent attention, KV eviction with sinks and heavy hitters under a budget | minitorch.model, minitorch.runtime
-35 | rl_systems | 5 | The RL loop as a systems problem | a rollout engine, a trainer, weight sync, GRPO | minitorch.rl
+35 | rl_systems | 5 | The RL loop as a systems problem | GRPO's group advantages and clipped k3-KL loss (value and gradient), the trainer's log-probs of engine rollouts in one counted forward, weight sync bytes and versions, step time of colocated, disaggregated and one-step-off placements | minitorch.rl
 36 | cpu_pipelines | 7 | CPU pipelines and an ISA | an assembler, a 5-stage pipeline with hazards, branch predictors, superscalar issue | minitorch.cpu
 37 | python_to_machine_code | 0 | From Python to machine code | a C++ extension, linking, profiling | minitorch.native
 """
