@@ -130,10 +130,14 @@ def offers_and_needs(
 
 
 def unresolved(
-    objects: Mapping[str, str], libraries: Iterable[str] = (), **mistake: Any
+    objects: Mapping[str, str],
+    libraries: Iterable[str] = (),
+    *,
+    _made: frozenset[str] = LINKER_MADE,  # bound now: a rebound module attribute changes nothing
+    **mistake: Any,
 ) -> list[str]:
     """Names some object needs that no object, library or the linker defines (sorted)."""
-    offered = set(libraries) | set(LINKER_MADE)
+    offered = set(libraries) | set(_made)
     needed: set[str] = set()
     for text in objects.values():
         offers, needs = offers_and_needs(text, **mistake)

@@ -14,6 +14,7 @@ cases run first in a forked child, so a call that crashes is reported, not fatal
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import os
 import signal
 import time
@@ -130,6 +131,7 @@ def _crash_probe(student: Callable[..., Any], lib: Any, done: Any, cases: list) 
         return
     pid = os.fork()
     if pid == 0:  # the child: any Python error is for the real run to report
+        faulthandler.disable()  # a crash here is the parent's message, not a dump on stderr
         try:
             for case in cases:
                 try:
