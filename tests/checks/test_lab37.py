@@ -545,7 +545,7 @@ MUSTS = [
     ("37.4", "a range ending exactly on a page boundary", "test_pages_rejects_an_inclusive_end"),
     ("37.4", "16 KiB and 2 MiB pages", "test_pages_rejects_a_fixed_page_size"),
     (
-        "all",
+        "37.1",
         "never into your checkout",
         "test_builds_go_to_the_cache_never_the_checkout",
     ),

@@ -9,6 +9,7 @@ the grader reads, counts pages with a set, and measures page faults in a child p
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -85,10 +86,15 @@ _LD_UNDEFINED = re.compile(r"undefined reference to [`'‘](.+?)['’]")
 
 def ld_undefined(objects: Sequence[Path]) -> list[str]:
     """The names GNU ld reports undefined linking ``objects`` into one .so (sorted)."""
+    return list(_ld_undefined(tuple(str(p) for p in objects)))
+
+
+@functools.lru_cache(maxsize=256)  # per process: the objects' names are hashes of their sources
+def _ld_undefined(objects: tuple[str, ...]) -> tuple[str, ...]:
     with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
         cmd = [tool("g++"), "-shared", "-Wl,--no-undefined", "-Wl,--no-demangle"]
-        done = _run([*cmd, *map(str, objects), "-o", str(Path(tmp) / "linked.so")])
-    found = sorted(set(_LD_UNDEFINED.findall(done.stderr)))
+        done = _run([*cmd, *objects, "-o", str(Path(tmp) / "linked.so")])
+    found = tuple(sorted(set(_LD_UNDEFINED.findall(done.stderr))))
     if done.returncode and not found:
         raise CheckFailure(f"the grader's own link failed: {done.stderr.strip()[-800:]}")
     return found
@@ -170,8 +176,16 @@ AXPY_FLAGS = ("-O2", "-fPIC", "-ffp-contract=off", "-std=c++17")
 
 
 def axpy_library() -> Path:
-    """The grader's own build of the axpy kernel (a fresh .so path per source)."""
-    return compiled(AXPY, kind="shared", flags=AXPY_FLAGS)
+    """A fresh build of the axpy kernel in a private temporary directory, never the cache:
+    a library the learner's code could have replaced is never loaded."""
+    gxx = tool("g++")
+    tmp = Path(tempfile.mkdtemp(prefix="a2s37-axpy-"))
+    src, lib = tmp / "axpy.cpp", tmp / "liblab37_axpy.so"
+    src.write_text(AXPY, encoding="utf-8")
+    done = _run([gxx, *AXPY_FLAGS, "-shared", str(src), "-o", str(lib)])
+    if done.returncode:
+        raise CheckFailure(f"the grader's own build failed: {done.stderr.strip()[-800:]}")
+    return lib
 
 
 # --------------------------------------------------------------------------- 37.4
