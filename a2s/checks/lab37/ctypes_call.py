@@ -19,6 +19,7 @@ import faulthandler
 import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -134,6 +135,8 @@ def _crash_probe(student: Callable[..., Any], lib: Any, done: Any, cases: list) 
     pid = os.fork()
     if pid == 0:  # the child: any Python error is for the real run to report
         faulthandler.disable()  # a crash here is the parent's message, not a dump on stderr
+        # the kernel's output streams belong to threads the fork did not copy: print nowhere
+        sys.stdout = sys.stderr = open(os.devnull, "w")
         try:
             for case in cases:
                 try:
