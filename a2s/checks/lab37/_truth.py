@@ -9,6 +9,7 @@ the grader reads, counts pages with a set, and measures page faults in a child p
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
@@ -175,11 +176,14 @@ extern "C" long lab37_done(void) { return done_elements; }
 AXPY_FLAGS = ("-O2", "-fPIC", "-ffp-contract=off", "-std=c++17")
 
 
+@functools.lru_cache(maxsize=1)
 def axpy_library() -> Path:
-    """A fresh build of the axpy kernel in a private temporary directory, never the cache:
-    a library the learner's code could have replaced is never loaded."""
+    """The axpy kernel built once per process in a private temporary directory, never the
+    shared cache (a library the learner's code could have replaced there is never loaded;
+    once loaded, ``dlopen`` of the same path returns the library already mapped)."""
     gxx = tool("g++")
     tmp = Path(tempfile.mkdtemp(prefix="a2s37-axpy-"))
+    atexit.register(shutil.rmtree, tmp, True)
     src, lib = tmp / "axpy.cpp", tmp / "liblab37_axpy.so"
     src.write_text(AXPY, encoding="utf-8")
     done = _run([gxx, *AXPY_FLAGS, "-shared", str(src), "-o", str(lib)])
