@@ -140,6 +140,24 @@ def _machine() -> list[Finding]:
     ]
 
 
+def _toolchain() -> Finding:
+    """Lab 37's tools: g++ and binutils required, valgrind optional (the cachegrind part)."""
+    from minitorch.native.toolchain import report
+
+    tools = {t.name: t for t in report()}
+    need = [n for n in ("g++", "nm", "objdump") if tools[n].path is None]
+    found = [
+        f"{n} {(tools[n].version.split() or ['?'])[-1].removeprefix('valgrind-')}"
+        for n in ("g++", "valgrind")
+        if tools[n].path
+    ]
+    detail = ", ".join(found) or "no g++"
+    if tools["valgrind"].path is None:
+        detail += "; no valgrind (lab 37's cachegrind experiment is skipped)"
+    fix = f"lab 37 needs {', '.join(need)}: apt-get install g++ binutils (valgrind optional)"
+    return Finding("toolchain", not need, detail, fix if need else "")
+
+
 def _kernel() -> Finding:
     try:
         from jupyter_client.manager import start_new_kernel
@@ -171,6 +189,7 @@ def diagnose(start_kernel: bool = True) -> list[Finding]:
     found = [_python(), _checkout(), _torch_threads(), _gloo()]
     found += [_version(m) for m in ("numpy", "matplotlib", "nbval", "nbformat", "tqdm")]
     found += _machine()
+    found.append(_toolchain())
     if start_kernel:
         found.append(_kernel())
     return found

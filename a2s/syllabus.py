@@ -113,7 +113,7 @@ _LAB_TABLE = """
 34 | speculative_decoding | 1 | Speculative decoding, MLA and long context | speculative sampling proved exact by enumeration, greedy speculative decoding with counted target passes, tokens per pass predicted and measured, MLA's absorbed latent attention, KV eviction with sinks and heavy hitters under a budget | minitorch.model, minitorch.runtime
 35 | rl_systems | 5 | The RL loop as a systems problem | GRPO's group advantages and clipped k3-KL loss (value and gradient), the trainer's log-probs of engine rollouts in one counted forward, weight sync bytes and versions, step time of colocated, disaggregated and one-step-off placements | minitorch.rl
 36 | cpu_pipelines | 7 | CPU pipelines and an ISA | an assembler, a 5-stage pipeline with hazards, branch predictors, superscalar issue | minitorch.cpu
-37 | python_to_machine_code | 0 | From Python to machine code | a C++ extension, linking, profiling | minitorch.native
+37 | python_to_machine_code | 0 | From Python to machine code | symbols from nm, an undefined-symbol link checked against ld, a ctypes call with strides, page faults of read vs mmap, cachegrind vs the LRU model | minitorch.native
 """
 LABS: tuple[Lab, ...] = tuple(
     Lab(*(cell.strip() for cell in row.split("|"))) for row in _LAB_TABLE.strip().splitlines()

@@ -59,7 +59,7 @@ class Symbol:
 
     @property
     def is_global(self) -> bool:
-        return self.kind.isupper() or self.kind == "w"
+        return self.kind.isupper() or self.kind in ("w", "v", "u")  # u: a GNU unique global
 
 
 @dataclass(frozen=True)
