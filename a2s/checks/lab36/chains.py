@@ -13,7 +13,6 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import assert_true, grader, plain
-from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, critical_path, random_program, steps
 from a2s.checks.table import Table
 from minitorch.cpu import programs
@@ -87,17 +86,16 @@ CHAINS = Table(
 @grader("36.4", blocks=CPU, hand="parts")
 def check_critical_path(student: Callable[..., Any]) -> str:
     """Exercise 36.4: critical_path(trace), latency-weighted."""
-    with intact("a2s.checks.lab36"):
-        n = CHAINS.grade(student)
-        for k in (5, 20):
-            tr = _t(programs.dot([1] * k))
-            chain = critical_path(tr)
-            got = plain(student(tr), what="critical_path")
-            assert_true(
-                got == k + 6 == chain,
-                f"[dot n={k}] critical_path returned {got!r}; the accumulator chain is n + 1 + "
-                f"lat(lw) + lat(mul) = {k + 6}.",
-            )
+    n = CHAINS.grade(student)
+    for k in (5, 20):
+        tr = _t(programs.dot([1] * k))
+        chain = critical_path(tr)
+        got = plain(student(tr), what="critical_path")
+        assert_true(
+            got == k + 6 == chain,
+            f"[dot n={k}] critical_path returned {got!r}; the accumulator chain is n + 1 + "
+            f"lat(lw) + lat(mul) = {k + 6}.",
+        )
     tr = _t(programs.dot([1] * 20))
     bound = len(tr) / (20 + 6)
     return (

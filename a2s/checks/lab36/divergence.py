@@ -15,7 +15,6 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
-from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, divergence
 from a2s.checks.table import Table
 
@@ -146,8 +145,7 @@ DIVERGENCE = Table(
 @grader("36.5", blocks=CPU)
 def check_first_divergence(student: Callable[..., Any]) -> str:
     """Exercise 36.5: first_divergence(expected, log, k) -> None or (kind, cycle, index)."""
-    with intact("a2s.checks.lab36"):
-        n = DIVERGENCE.grade(student)
+    n = DIVERGENCE.grade(student)
     return (
         f"{n} logs judged exactly like the grader's lock-step loop (mismatch, extra, hang, missing)"
     )

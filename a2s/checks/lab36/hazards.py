@@ -17,7 +17,6 @@ from typing import Any
 
 from a2s.checks.cases import Mistake
 from a2s.checks.core import assert_true, grader, plain
-from a2s.checks.intact import intact
 from a2s.checks.lab36._truth import CPU, cycles, random_program, steps
 from a2s.checks.table import Table
 from minitorch.cpu import programs
@@ -123,9 +122,8 @@ CYCLES = Table(
 @grader("36.2", blocks=CPU, hand="parts")
 def check_pipeline_cycles(student: Callable[..., Any]) -> str:
     """Exercise 36.2: pipeline_cycles(trace, forwarding) for the 5-stage in-order pipeline."""
-    with intact("a2s.checks.lab36"):
-        n = CYCLES.grade(student)
-        _forms(student)
+    n = CYCLES.grade(student)
+    _forms(student)
     big = _t(programs.dot([1] * 25).text, [1] * 50)
     return (
         f"{n + 5} traces exact; dot n=25: {cycles(big, True)} cycles "

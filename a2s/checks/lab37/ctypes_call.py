@@ -28,7 +28,6 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import fresh_rng, grader, rng
 from a2s.checks.errors import CheckFailure, StudentError
-from a2s.checks.intact import intact
 from a2s.checks.lab37._truth import NATIVE, axpy_library
 from a2s.checks.values import assert_true
 
@@ -183,10 +182,9 @@ def check_axpy(student: Callable[..., Any]) -> str:
             (fresh(f"fresh {i}: n={n}, incx={ix}, incy={iy}"), n, ix, iy, float(new.normal()), new)
         )
     start = done()
-    with intact("a2s.checks.lab37"):
-        _crash_probe(student, lib, done, cases)
-        for case in cases:
-            _one(student, lib, done, case)
-        _errors(student, lib, done)
+    _crash_probe(student, lib, done, cases)
+    for case in cases:
+        _one(student, lib, done, case)
+    _errors(student, lib, done)
     work = done() - start
     return f"{len(cases)} calls exact bit for bit, 4 bad arrays refused; C did {work} elements"

@@ -15,7 +15,6 @@ from typing import Any
 
 from a2s.checks.cases import Case, Mistake
 from a2s.checks.core import grader
-from a2s.checks.intact import intact
 from a2s.checks.lab37._truth import (
     LINKER_MADE,
     NATIVE,
@@ -186,6 +185,5 @@ LINKS = Table(
 @grader("37.2", blocks=NATIVE)
 def check_unresolved(student: Callable[..., Any]) -> str:
     """Exercise 37.2: unresolved(objects, libraries=()) -> names the link leaves undefined."""
-    with intact("a2s.checks.lab37"):
-        n = LINKS.grade(student)
+    n = LINKS.grade(student)
     return f"{n} links exact (3 linked by ld here); the broken link: {_draw(None, 0)[3]}"

@@ -16,7 +16,6 @@ from typing import Any
 from a2s.checks.cases import Mistake
 from a2s.checks.core import grader, plain
 from a2s.checks.errors import CheckFailure
-from a2s.checks.intact import intact
 from a2s.checks.lab37._truth import NATIVE, measured_read_faults, pages_touched
 from a2s.checks.table import Table
 
@@ -90,9 +89,8 @@ PAGES = Table(
 @grader("37.4", blocks=NATIVE, hand="measure")
 def check_pages_touched(student: Callable[..., Any]) -> str:
     """Exercise 37.4: pages_touched(ranges, page=4096) -> distinct pages the ranges touch."""
-    with intact("a2s.checks.lab37"):
-        n = PAGES.grade(student)
-        got = plain(student(CHECKPOINT), what="pages_touched")
+    n = PAGES.grade(student)
+    got = plain(student(CHECKPOINT), what="pages_touched")
     if got != pages_touched(CHECKPOINT):
         raise CheckFailure(f"pages_touched(CHECKPOINT) returned {got!r} on a second call.")
     measured = measured_read_faults(CHECKPOINT, 1 * MiB)
