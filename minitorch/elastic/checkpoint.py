@@ -198,13 +198,15 @@ def save_in_place(folder: Path | str, step: int, state: Any, chunk: int = 0, pau
     return path
 
 
-def load_latest(folder: Path | str) -> tuple[int | None, Any, list[str]]:
-    """``(step, state, skipped)``: the newest checkpoint whose size and SHA-256 match the
-    manifest; ``(None, None, skipped)`` when none does. ``skipped`` says why each newer one
-    was refused."""
+def load_latest(folder: Path | str, at_most: int | None = None) -> tuple[int | None, Any, list[str]]:
+    """``(step, state, skipped)``: the newest checkpoint (of step ``<= at_most`` if given)
+    whose size and SHA-256 match the manifest; ``(None, None, skipped)`` when none does.
+    ``skipped`` says why each newer one was refused."""
     folder = Path(folder)
     skipped = []
     for e in reversed(read_manifest(folder)):
+        if at_most is not None and e["step"] > at_most:
+            continue
         path = folder / e["file"]
         if not path.exists():
             skipped.append(f"step {e['step']}: {e['file']} missing")
