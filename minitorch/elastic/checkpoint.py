@@ -110,7 +110,11 @@ def decode(data: bytes) -> Any:
         start = base + spec["offset"]
         if start + size > len(data):
             raise ValueError("checkpoint truncated")
-        arrays.append(np.frombuffer(data, dtype, count=size // dtype.itemsize, offset=start).reshape(shape).copy())
+        arrays.append(
+            np.frombuffer(data, dtype, count=size // dtype.itemsize, offset=start)
+            .reshape(shape)
+            .copy()
+        )
     return _unpack(head["tree"], arrays)
 
 
@@ -185,7 +189,9 @@ def save(folder: Path | str, step: int, state: Any, keep: int = 2, **slow: Any) 
     return path
 
 
-def save_in_place(folder: Path | str, step: int, state: Any, chunk: int = 0, pause: float = 0.0) -> Path:
+def save_in_place(
+    folder: Path | str, step: int, state: Any, chunk: int = 0, pause: float = 0.0
+) -> Path:
     """The naive writer: commit the manifest entry, then write the file in place (torn if
     killed). Its only defence is the checksum that :func:`load_latest` verifies."""
     folder = Path(folder)
@@ -198,7 +204,9 @@ def save_in_place(folder: Path | str, step: int, state: Any, chunk: int = 0, pau
     return path
 
 
-def load_latest(folder: Path | str, at_most: int | None = None) -> tuple[int | None, Any, list[str]]:
+def load_latest(
+    folder: Path | str, at_most: int | None = None
+) -> tuple[int | None, Any, list[str]]:
     """``(step, state, skipped)``: the newest checkpoint (of step ``<= at_most`` if given)
     whose size and SHA-256 match the manifest; ``(None, None, skipped)`` when none does.
     ``skipped`` says why each newer one was refused."""
@@ -225,13 +233,23 @@ def _child(folder: str, step: int, state: Any, in_place: bool, chunk: int) -> No
     writer(folder, step, state, chunk=chunk, pause=0.05)
 
 
-def kill_during_save(folder: Path | str, step: int, state: Any, in_place: bool = False, after: int = 1, chunk: int = 4096, timeout: float = 20.0) -> int:
+def kill_during_save(
+    folder: Path | str,
+    step: int,
+    state: Any,
+    in_place: bool = False,
+    after: int = 1,
+    chunk: int = 4096,
+    timeout: float = 20.0,
+) -> int:
     """Fork a child that saves ``state`` slowly (``chunk`` bytes, then 50 ms) and SIGKILL it
     once ``after`` bytes of the new file are on disk; return the bytes it had written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / _name(step)
-    proc = mp.get_context("fork").Process(target=_child, args=(str(folder), step, state, in_place, chunk))
+    proc = mp.get_context("fork").Process(
+        target=_child, args=(str(folder), step, state, in_place, chunk)
+    )
     proc.start()
     deadline, written = time.monotonic() + timeout, 0
     try:

@@ -128,7 +128,9 @@ def _report(rank: int, step: int, failed: list[int], how: str, store: Any) -> di
     return {"rank": rank, "failed": failed, "how": how, "step": step, "latency": latency}
 
 
-def _rank_main(rank: int, world: int, ports: tuple[int, int], cfg: dict[str, Any], out: Any) -> None:
+def _rank_main(
+    rank: int, world: int, ports: tuple[int, int], cfg: dict[str, Any], out: Any
+) -> None:
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     try:
         import torch
@@ -136,7 +138,13 @@ def _rank_main(rank: int, world: int, ports: tuple[int, int], cfg: dict[str, Any
 
         torch.set_num_threads(1)
         wait = timedelta(seconds=cfg["collective_timeout"] + 30)
-        dist.init_process_group("gloo", init_method=f"tcp://{HOST}:{ports[0]}", rank=rank, world_size=world, timeout=wait)
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://{HOST}:{ports[0]}",
+            rank=rank,
+            world_size=world,
+            timeout=wait,
+        )
         store = dist.TCPStore(HOST, ports[1], world, rank == 0, timeout=timedelta(seconds=60))
         dist.barrier()
         report = _rank_loop(rank, world, store, cfg)
@@ -161,7 +169,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_detection(world: int = 4, dead: Sequence[int] = (1,), hung: Sequence[int] = (2,), slow: Sequence[int] = (3,), *, steps: int = 12, fail_step: int = 3, step_s: float = 0.05, slow_factor: float = 4.0, deadline: float = 1.0, heartbeats: bool = True, collective_timeout: float = 3.0, poll_s: float = 0.02, timeout: float = 90.0) -> dict[str, Any]:
+def run_detection(
+    world: int = 4,
+    dead: Sequence[int] = (1,),
+    hung: Sequence[int] = (2,),
+    slow: Sequence[int] = (3,),
+    *,
+    steps: int = 12,
+    fail_step: int = 3,
+    step_s: float = 0.05,
+    slow_factor: float = 4.0,
+    deadline: float = 1.0,
+    heartbeats: bool = True,
+    collective_timeout: float = 3.0,
+    poll_s: float = 0.02,
+    timeout: float = 90.0,
+) -> dict[str, Any]:
     """Spawn ``world`` gloo ranks, fail some at ``fail_step``; the survivors' reports.
 
     Returns ``{"reports": {rank: report}, "exitcodes": {rank: code}, "errors": {...}}``;
@@ -169,11 +192,26 @@ def run_detection(world: int = 4, dead: Sequence[int] = (1,), hung: Sequence[int
     planted = set(dead) | set(hung)
     if 0 in planted or not planted <= set(range(world)):
         raise ValueError("failures must be planted on ranks 1..world-1 (rank 0 hosts the store)")
-    cfg = dict(steps=steps, fail_step=fail_step, step_s=step_s, slow_factor=slow_factor, deadline=deadline, heartbeats=heartbeats, collective_timeout=collective_timeout, poll_s=poll_s, dead=set(dead), hung=set(hung), slow=set(slow))
+    cfg = dict(
+        steps=steps,
+        fail_step=fail_step,
+        step_s=step_s,
+        slow_factor=slow_factor,
+        deadline=deadline,
+        heartbeats=heartbeats,
+        collective_timeout=collective_timeout,
+        poll_s=poll_s,
+        dead=set(dead),
+        hung=set(hung),
+        slow=set(slow),
+    )
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     ports = (_free_port(), _free_port())
-    procs = {r: ctx.Process(target=_rank_main, args=(r, world, ports, cfg, out), daemon=True) for r in range(world)}
+    procs = {
+        r: ctx.Process(target=_rank_main, args=(r, world, ports, cfg, out), daemon=True)
+        for r in range(world)
+    }
     for p in procs.values():
         p.start()
     survivors = set(range(world)) - planted

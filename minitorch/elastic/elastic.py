@@ -39,7 +39,13 @@ __all__ = ["ElasticRun", "read_log", "run_elastic", "torchrun_command", "unavail
 SCRIPT = "minitorch.elastic.train"
 
 
-def torchrun_command(args: Sequence[str] = (), nproc: int = 2, max_restarts: int = 1, nnodes: str = "1", monitor_interval: float = 0.2) -> list[str]:
+def torchrun_command(
+    args: Sequence[str] = (),
+    nproc: int = 2,
+    max_restarts: int = 1,
+    nnodes: str = "1",
+    monitor_interval: float = 0.2,
+) -> list[str]:
     """The torchrun line that launches :mod:`minitorch.elastic.train` with ``args``."""
     return [
         sys.executable,
@@ -89,7 +95,18 @@ def read_log(folder: Path | str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def run_elastic(folder: Path | str, steps: int = 24, every: int = 4, kill_at: int = 0, kill_rank: int = 1, max_restarts: int = 1, nproc: int = 2, seed: int = 0, timeout: float = 150.0, step_sleep: float = 0.0) -> ElasticRun:
+def run_elastic(
+    folder: Path | str,
+    steps: int = 24,
+    every: int = 4,
+    kill_at: int = 0,
+    kill_rank: int = 1,
+    max_restarts: int = 1,
+    nproc: int = 2,
+    seed: int = 0,
+    timeout: float = 150.0,
+    step_sleep: float = 0.0,
+) -> ElasticRun:
     """Launch the job under torchrun (a subprocess, at most ``timeout`` seconds)."""
     why = unavailable()
     if why:
@@ -97,7 +114,14 @@ def run_elastic(folder: Path | str, steps: int = 24, every: int = 4, kill_at: in
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     args = ["--dir", str(folder), "--steps", str(steps), "--every", str(every), "--seed", str(seed)]
-    args += ["--kill-at", str(kill_at), "--kill-rank", str(kill_rank), "--step-sleep", str(step_sleep)]
+    args += [
+        "--kill-at",
+        str(kill_at),
+        "--kill-rank",
+        str(kill_rank),
+        "--step-sleep",
+        str(step_sleep),
+    ]
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -106,15 +130,19 @@ def run_elastic(folder: Path | str, steps: int = 24, every: int = 4, kill_at: in
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         code, out = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as e:
-        code, out = -1, f"torchrun timed out after {timeout} s\n{e.stdout or ''}{e.stderr or ''}"
+    except subprocess.TimeoutExpired as err:
+        parts = (err.stdout, err.stderr)  # bytes here even with text=True
+        tail = "".join(
+            p.decode(errors="replace") if isinstance(p, bytes) else p or "" for p in parts
+        )
+        code, out = -1, f"torchrun timed out after {timeout} s\n{tail}"
     run = ElasticRun(returncode=code, wall_s=time.monotonic() - t0, output=str(out)[-6000:])
     events = read_log(folder)
     run.attempts = [e for e in events if e["event"] == "start"]
     run.done = any(e["event"] == "done" for e in events)
-    for e in events:
-        if e["event"] == "step":
-            run.losses[int(e["step"])] = float(e["loss"])  # a later attempt overwrites
+    for ev in events:
+        if ev["event"] == "step":
+            run.losses[int(ev["step"])] = float(ev["loss"])  # a later attempt overwrites
     killed = folder / "killed.json"
     if killed.exists():
         run.killed = json.loads(killed.read_text())

@@ -12,10 +12,10 @@ save, losing the work since. Too-frequent saves waste ``δ`` each; too-rare ones
   117 min; M = 6 h, 57 min; M = 15 min, 9.1 min; :func:`daly_interval` reproduces all three.)
 
 :func:`expected_wall_time` is the exact expectation of this model, derived here from the
-memoryless property: one segment of ``τ + δ`` preceded by a restart costs in expectation
-``M e^{R/M} (e^{(τ+δ)/M} − 1)``; ``T_s / τ`` segments (the first without a restart, so
-``e^{R/M}`` is applied to the failures only) give the total. :func:`simulate` measures the
-same quantity on a seeded failure process, and :func:`best_interval` scans for its minimum.
+memoryless property: one segment of ``τ`` and its save take ``M e^{R/M} (e^{(τ+δ)/M} − 1)``
+in expectation, and the ``T_s / τ`` segments add up (derived here, not copied from the paper;
+the tests check it against the simulation). :func:`simulate` measures the same quantity on
+a seeded failure process, and :func:`best_interval` scans for its minimum.
 
 Lab: 32_fault_tolerance_elastic
 Paper: J. W. Young, "A first order approximation to the optimum checkpoint interval",
@@ -58,7 +58,9 @@ def daly_interval(cost: float, mtbf: float) -> float:
     return math.sqrt(2.0 * cost * mtbf) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - cost
 
 
-def expected_wall_time(work: float, tau: float, cost: float, mtbf: float, restart: float = 0.0) -> float:
+def expected_wall_time(
+    work: float, tau: float, cost: float, mtbf: float, restart: float = 0.0
+) -> float:
     """Expected wall time of ``work`` seconds in segments of ``tau`` (the model above).
 
     ``work / tau`` need not be whole: the last segment is shorter (and is saved too)."""
@@ -67,12 +69,12 @@ def expected_wall_time(work: float, tau: float, cost: float, mtbf: float, restar
     full, rest = divmod(work, tau)
     segs = [tau] * int(full) + ([rest] if rest > 1e-12 * tau else [])
     m = mtbf
-    # E[segment] with restarts charged after each failure: M (e^{s/M} - 1) + (e^{s/M} - 1) E[R-phase]
-    # where the restart phase itself may fail: E[R-phase] = M (e^{R/M} - 1).
+    # a window of L = s + δ without failure takes M (e^{L/M} - 1) in expectation, failed tries
+    # included; each of its e^{L/M} - 1 expected failures adds a restart phase, itself a
+    # failure-free window of R: M (e^{R/M} - 1). Sum: M e^{R/M} (e^{L/M} - 1).
     total = 0.0
     for s in segs:
-        grow = math.expm1((s + cost) / m)
-        total += m * grow + grow * m * math.expm1(restart / m)
+        total += m * math.exp(restart / m) * math.expm1((s + cost) / m)
     return total
 
 
@@ -87,7 +89,9 @@ class Outcome:
     restarting: float
 
 
-def simulate(work: float, tau: float, cost: float, mtbf: float, restart: float = 0.0, seed: int = 0) -> Outcome:
+def simulate(
+    work: float, tau: float, cost: float, mtbf: float, restart: float = 0.0, seed: int = 0
+) -> Outcome:
     """Run the job once against exponential failure times drawn from ``seed``."""
     if tau <= 0 or mtbf <= 0:
         raise ValueError("need tau > 0 and mtbf > 0")
@@ -118,14 +122,24 @@ def simulate(work: float, tau: float, cost: float, mtbf: float, restart: float =
     return Outcome(now, failures, lost, saving, restarting)
 
 
-def best_interval(work: float, cost: float, mtbf: float, restart: float = 0.0, taus: Sequence[float] | None = None, trials: int = 200, seed: int = 0) -> tuple[float, dict[float, float]]:
+def best_interval(
+    work: float,
+    cost: float,
+    mtbf: float,
+    restart: float = 0.0,
+    taus: Sequence[float] | None = None,
+    trials: int = 200,
+    seed: int = 0,
+) -> tuple[float, dict[float, float]]:
     """The interval of least mean simulated wall time over ``taus`` (common random numbers:
     trial ``k`` uses seed ``seed + k`` for every interval); returns it and the means."""
     if taus is None:
         y = young_interval(cost, mtbf)
         taus = [float(t) for t in np.geomspace(y / 4, 4 * y, 25)]
     means = {
-        float(t): float(np.mean([simulate(work, t, cost, mtbf, restart, seed + k).wall for k in range(trials)]))
+        float(t): float(
+            np.mean([simulate(work, t, cost, mtbf, restart, seed + k).wall for k in range(trials)])
+        )
         for t in taus
     }
     return min(means, key=lambda t: means[t]), means

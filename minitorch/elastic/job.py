@@ -9,8 +9,9 @@ seeded regression set, as in lab 04, under data parallelism as in lab 23: the lo
 Every step also draws from the process-global generators, as real training code does
 (augmentation noise, dropout seeds): the noise scale from Python's ``random``, the noise from
 ``numpy.random``, and with ``Job.torch_rng`` one value from torch's generator (torch must be
-imported by the caller, as the torchrun worker does). A resume that forgets any of them diverges; :func:`rng_state` / :func:`set_rng_state`
-capture and restore all three (torch only where it is loaded; never imported here).
+imported by the caller, as the torchrun worker does). A resume that forgets any of them
+diverges; :func:`rng_state` / :func:`set_rng_state` capture and restore all three (torch only
+where it is loaded; never imported here).
 
 :func:`train_state` is everything a bit-exact resume needs: model, optimizer (moments and
 step counts), loader position, RNG states and the step. :func:`run_emulated` runs ``world``
@@ -107,10 +108,15 @@ def seed_everything(seed: int) -> None:
 
 def rng_state() -> dict[str, Any]:
     """The global generators' states: Python, numpy (legacy MT19937), torch if loaded."""
-    name, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)
+    _, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)
     out: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": {"keys": keys.copy(), "pos": pos, "has_gauss": has_gauss, "cached": cached},
+        "numpy": {
+            "keys": np.array(keys, np.uint32),
+            "pos": pos,
+            "has_gauss": has_gauss,
+            "cached": cached,
+        },
     }
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -138,7 +144,9 @@ class Trainer:
 
     def __init__(self, job: Job, rank: int = 0, world: int = 1) -> None:
         self.job, self.rank, self.world = job, rank, world
-        self.model = MLP(list(job.sizes), "tanh", rng=np.random.default_rng(job.seed), dtype=np.float64)
+        self.model = MLP(
+            list(job.sizes), "tanh", rng=np.random.default_rng(job.seed), dtype=np.float64
+        )
         self.opt = AdamW(self.model.parameters(), lr=job.lr)
         self.loader = ShardedLoader(job.n, job.batch, job.seed, rank, world)
         self.x, self.y = make_data(job)
@@ -171,7 +179,10 @@ class Trainer:
 
 def train_state(t: Trainer) -> dict[str, Any]:
     """Everything a bit-exact resume needs (copies)."""
-    opt = [{k: (np.array(v) if isinstance(v, np.ndarray) else v) for k, v in s.items()} for s in t.opt.state]
+    opt = [
+        {k: (np.array(v) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+        for s in t.opt.state
+    ]
     return {
         "step": t.step_count,
         "model": t.model.state_dict(),

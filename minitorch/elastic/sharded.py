@@ -54,14 +54,21 @@ def shard(arrays: Sequence[np.ndarray], rank: int, world: int) -> list[np.ndarra
     return out
 
 
-def unshard(shards: Sequence[Sequence[np.ndarray]], shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+def unshard(
+    shards: Sequence[Sequence[np.ndarray]], shapes: Sequence[tuple[int, ...]]
+) -> list[np.ndarray]:
     """The full arrays from every rank's chunks (``shards[rank][i]``), in rank order."""
-    return [
-        np.concatenate([s[i] for s in shards]).reshape(shape) for i, shape in enumerate(shapes)
-    ]
+    return [np.concatenate([s[i] for s in shards]).reshape(shape) for i, shape in enumerate(shapes)]
 
 
-def save_shard(folder: Path | str, step: int, rank: int, world: int, arrays: Sequence[np.ndarray], keep: int = 2) -> Path:
+def save_shard(
+    folder: Path | str,
+    step: int,
+    rank: int,
+    world: int,
+    arrays: Sequence[np.ndarray],
+    keep: int = 2,
+) -> Path:
     """Rank ``rank``'s shard of ``arrays`` at ``step``, in ``folder/rank-<rank>/``."""
     state = {
         "world": world,
@@ -109,7 +116,13 @@ def copy_tree(x: Any) -> Any:
 class AsyncCheckpointer:
     """Snapshot in the caller's thread, persist in a background thread (see module doc)."""
 
-    def __init__(self, folder: Path | str, keep: int = 2, max_pending: int = 1, writer: Callable[..., Any] = save) -> None:
+    def __init__(
+        self,
+        folder: Path | str,
+        keep: int = 2,
+        max_pending: int = 1,
+        writer: Callable[..., Any] = save,
+    ) -> None:
         if max_pending < 1:
             raise ValueError("max_pending must be at least 1")
         self.folder, self.keep, self.writer = Path(folder), keep, writer
@@ -160,7 +173,9 @@ class AsyncCheckpointer:
         self._thread.join()
 
 
-def stall_ratio(folder: Path | str, state: Any, saves: int = 3, work: float = 0.0) -> dict[str, float]:
+def stall_ratio(
+    folder: Path | str, state: Any, saves: int = 3, work: float = 0.0
+) -> dict[str, float]:
     """Seconds the loop is held per save: synchronous vs :class:`AsyncCheckpointer`.
 
     ``work``: seconds of "training" between saves (``time.sleep``, which releases the GIL as

@@ -7,7 +7,8 @@ about that factor, and the efficiency ``mean_r c_r / max_r c_r`` (:func:`efficie
 The total step time cannot name the culprit (it is the same on every rank); the compute time
 before the collective, or its mirror the time spent *waiting* in it, can: the straggler is the
 rank that waits least. :func:`find_stragglers` flags ranks whose median compute time exceeds
-``factor`` times the median over ranks, over a window of steps (robust to one noisy step).
+``factor`` times the median of the *other* ranks' medians, over a window of steps (robust to
+one noisy step; with two ranks the plain median would be the mean of the pair).
 
 :func:`timed_steps` is the rank program that measures it on real gloo ranks
 (:func:`minitorch.comm.torchdist.launch`): each step "computes" (``time.sleep``, scaled on
@@ -45,15 +46,18 @@ def efficiency(compute: Sequence[float]) -> float:
 
 def find_stragglers(compute: np.ndarray, factor: float = 1.5) -> list[int]:
     """Ranks whose median compute time (over the rows: steps) exceeds ``factor`` x the
-    median of the ranks' medians. ``compute``: shape ``(steps, ranks)``."""
+    median of the other ranks' medians. ``compute``: shape ``(steps, ranks)``."""
     c = np.asarray(compute, np.float64)
     if c.ndim != 2 or c.shape[1] < 2:
         raise ValueError(f"compute must be (steps, ranks >= 2), got shape {c.shape}")
     per_rank = np.median(c, axis=0)
-    return [int(r) for r in np.flatnonzero(per_rank > factor * np.median(per_rank))]
+    others = [np.median(np.delete(per_rank, r)) for r in range(len(per_rank))]
+    return [int(r) for r in range(len(per_rank)) if per_rank[r] > factor * others[r]]
 
 
-def timed_steps(comm: Any, steps: int, base_s: float, slow: Mapping[int, float], nbytes: int = 1 << 16) -> dict[str, list[float]]:
+def timed_steps(
+    comm: Any, steps: int, base_s: float, slow: Mapping[int, float], nbytes: int = 1 << 16
+) -> dict[str, list[float]]:
     """On a gloo rank (``TorchDistComm``): ``steps`` steps of sleep-then-all-reduce; the
     rank's compute, wait and step seconds per step."""
     factor = float(slow.get(comm.rank, 1.0))

@@ -49,9 +49,13 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=24)
     p.add_argument("--every", type=int, default=4, help="checkpoint every N steps")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--kill-at", type=int, default=0, help="SIGKILL before this step (first attempt)")
+    p.add_argument(
+        "--kill-at", type=int, default=0, help="SIGKILL before this step (first attempt)"
+    )
     p.add_argument("--kill-rank", type=int, default=1)
-    p.add_argument("--step-sleep", type=float, default=0.0, help="seconds of extra 'compute' a step")
+    p.add_argument(
+        "--step-sleep", type=float, default=0.0, help="seconds of extra 'compute' a step"
+    )
     return p.parse_args(argv)
 
 
@@ -99,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     folder = Path(args.dir)
-    dist.init_process_group("gloo", store=_attempt_store(dist, rank, world, attempt), rank=rank, world_size=world)
+    dist.init_process_group(
+        "gloo", store=_attempt_store(dist, rank, world, attempt), rank=rank, world_size=world
+    )
     job = Job(seed=args.seed, steps=args.steps, torch_rng=True)
     t = Trainer(job, rank, world)
     seed_everything(job.seed + rank)
@@ -109,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     while t.step_count < job.steps:
         k = t.step_count + 1
         if attempt == 0 and rank == args.kill_rank and k == args.kill_at:
-            (folder / "killed.json").write_text(json.dumps({"t": time.time(), "step": k, "rank": rank}))
+            (folder / "killed.json").write_text(
+                json.dumps({"t": time.time(), "step": k, "rank": rank})
+            )
             os.kill(os.getpid(), signal.SIGKILL)
         if args.step_sleep:
             time.sleep(args.step_sleep)

@@ -30,7 +30,12 @@ def _state(k: int = 0) -> dict:
 
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        return (
+            isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and a.tobytes() == b.tobytes()
+        )
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple):
@@ -68,7 +73,11 @@ def test_save_commits_in_the_manifest_and_keeps_the_newest(tmp_path: Path) -> No
         C.save(tmp_path, k, _state(k), keep=2)
     entries = C.read_manifest(tmp_path)
     assert [e["step"] for e in entries] == [4, 6]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-00000004.bin", "ckpt-00000006.bin", "manifest.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ckpt-00000004.bin",
+        "ckpt-00000006.bin",
+        "manifest.json",
+    ]
     data = (tmp_path / "ckpt-00000006.bin").read_bytes()
     assert entries[-1]["sha256"] == C.sha256(data) and entries[-1]["bytes"] == len(data)
     step, state, skipped = C.load_latest(tmp_path)
@@ -78,7 +87,9 @@ def test_save_commits_in_the_manifest_and_keeps_the_newest(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
-def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(tmp_path: Path, damage: str) -> None:
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(
+    tmp_path: Path, damage: str
+) -> None:
     C.save(tmp_path, 1, _state(1))
     C.save(tmp_path, 2, _state(2))
     path = tmp_path / "ckpt-00000002.bin"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,11 @@ pytestmark = pytest.mark.lab32
 
 def _arrays() -> list[np.ndarray]:
     g = np.random.default_rng(0)
-    return [g.standard_normal((7, 5)), g.standard_normal(3), g.standard_normal((2, 2, 2)).astype(np.float32)]
+    return [
+        g.standard_normal((7, 5)),
+        g.standard_normal(3),
+        g.standard_normal((2, 2, 2)).astype(np.float32),
+    ]
 
 
 def test_shards_follow_chunk_bounds_and_reassemble() -> None:
@@ -27,9 +30,13 @@ def test_shards_follow_chunk_bounds_and_reassemble() -> None:
     for world in (1, 2, 3, 4):
         shards = [S.shard(arrays, r, world) for r in range(world)]
         for i, a in enumerate(arrays):
-            assert [s[i].size for s in shards] == [hi - lo for lo, hi in chunk_bounds(a.size, world)]
+            assert [s[i].size for s in shards] == [
+                hi - lo for lo, hi in chunk_bounds(a.size, world)
+            ]
         back = S.unshard(shards, [a.shape for a in arrays])
-        assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(arrays, back, strict=True))
+        assert all(
+            np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(arrays, back, strict=True)
+        )
 
 
 def test_sharded_save_restores_and_reshards_to_another_world(tmp_path: Path) -> None:
@@ -42,7 +49,10 @@ def test_sharded_save_restores_and_reshards_to_another_world(tmp_path: Path) -> 
     assert step == 4 and full is not None
     assert all(np.array_equal(a + 4, b) for a, b in zip(arrays, full, strict=True))
     two = [S.shard(full, r, 2) for r in range(2)]  # an elastic restart with 2 ranks
-    assert all(np.array_equal(a + 4, b) for a, b in zip(arrays, S.unshard(two, [a.shape for a in arrays]), strict=True))
+    assert all(
+        np.array_equal(a + 4, b)
+        for a, b in zip(arrays, S.unshard(two, [a.shape for a in arrays]), strict=True)
+    )
 
 
 def test_a_step_one_rank_did_not_commit_is_not_restorable(tmp_path: Path) -> None:
