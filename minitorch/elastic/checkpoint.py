@@ -18,8 +18,8 @@ the right name, which the checksum catches; :func:`kill_during_save` forks a chi
 either writer slowly and ``SIGKILL``s it after ``after`` bytes reached the disk.
 
 Lab: 32_fault_tolerance_elastic
-Paper: PyTorch Distributed Checkpoint (``torch.distributed.checkpoint``) documentation for
-the metadata-file-as-commit pattern; POSIX ``rename(2)`` for atomic replacement.
+Paper: PyTorch Distributed Checkpoint (``torch.distributed.checkpoint``) documentation (data
+files first, the metadata file written last); POSIX ``rename(2)`` for atomic replacement.
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ Detection latency is measured from the failing rank's own record of when it fail
 
 Lab: 32_fault_tolerance_elastic
 Paper: PyTorch ``torch.distributed`` (``TCPStore``, gloo ``Work.is_completed``/``wait``) and
-TorchElastic's agent (worker liveness by monitoring); Aguilera, Chen, Toueg, "Heartbeat: a
-timeout-free failure detector for quiescent reliable communication", WDAG 1997.
+TorchElastic's agent (worker liveness by monitoring); T. D. Chandra, S. Toueg, "Unreliable
+failure detectors for reliable distributed systems", JACM 43(2), 1996 (a detector is judged by
+completeness and accuracy: every failed rank named, no live one).
 """
 
 from __future__ import annotations

@@ -77,17 +77,27 @@ def _attempt_store(dist: Any, rank: int, world: int, attempt: int) -> Any:
     return dist.PrefixStore(f"a2s/attempt-{attempt}", store)
 
 
+_NEW = 2**62  # what a rank with no checkpoint folder at all (new in a grown world) reports
+
+
 def _resume(dist: Any, torch: Any, t: Trainer, folder: Path, rank: int) -> int:
-    """Load the newest step every rank committed; returns it (0: a fresh start)."""
-    step, _, _ = load_latest(folder / f"rank-{rank}")
-    mine = torch.tensor([-1 if step is None else step], dtype=torch.int64)
-    dist.all_reduce(mine, op=dist.ReduceOp.MIN)
-    common = int(mine.item())
-    if common < 0:
+    """Load the newest step every rank committed; returns it (0: a fresh start).
+
+    A rank that had checkpoints but none valid reports -1 and so forces a fresh start; a rank
+    new to the job (no folder) does not count, and takes rank 0's state with its own seeds."""
+    mine = folder / f"rank-{rank}"
+    step, _, _ = load_latest(mine)
+    own = _NEW if not mine.exists() else (-1 if step is None else step)
+    agreed = torch.tensor([own], dtype=torch.int64)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
+    common = int(agreed.item())
+    if common < 0 or common == _NEW:
         return 0
-    got, state, _ = load_latest(folder / f"rank-{rank}", at_most=common)
-    if got != common:
-        got, state, _ = load_latest(folder / "rank-0", at_most=common)  # a new rank
+    got, state, _ = load_latest(mine, at_most=common)
+    if got != common:  # new here: the model, optimizer and loader position of rank 0
+        got, state, _ = load_latest(folder / "rank-0", at_most=common)
+        if got != common:
+            raise RuntimeError(f"rank 0 has no valid checkpoint of step {common}")
         load_train_state(t, state, rng=False)
         return common
     load_train_state(t, state)
