@@ -7,6 +7,8 @@ folder ``rank-r/`` with its own manifest (:func:`minitorch.elastic.checkpoint.sa
 ranks write N files of ``1/N`` the size at once. A step is restorable only when *every* rank
 committed it (:func:`common_step`); :func:`load_full` reassembles the arrays from all shards,
 and :func:`shard` cuts them again for a world of another size (an elastic restart).
+:func:`save_zero`/:func:`load_zero` do it for lab 23's ``ZeroRank`` itself (master weights,
+Adam moments, the fp16 chunk), so a ZeRO run resumes bit-exactly.
 
 :class:`AsyncCheckpointer` takes the save off the training loop: :meth:`~AsyncCheckpointer.save`
 copies the state (the only part the loop waits for, with a bound of ``max_pending`` copies in
@@ -38,7 +40,9 @@ __all__ = [
     "common_step",
     "copy_tree",
     "load_full",
+    "load_zero",
     "save_shard",
+    "save_zero",
     "shard",
     "stall_ratio",
     "unshard",
@@ -100,6 +104,53 @@ def load_full(folder: Path | str, world: int) -> tuple[int | None, list[np.ndarr
         raise ValueError(f"ranks' newest valid shards are of different steps: {sorted(steps)}")
     shapes = [tuple(s) for s in loaded[0][1]["shapes"]]
     return loaded[0][0], unshard([st["chunks"] for _, st in loaded], shapes)
+
+
+def save_zero(folder: Path | str, step: int, store: Any, keep: int = 2) -> Path:
+    """A :class:`~minitorch.parallel.zero.ZeroRank`'s own shard: its fp32 master chunks, Adam
+    moments and step count, and its chunk of the fp16 weights (stages 0-2 replicate those;
+    one copy is enough). Gradients are not saved: the next step computes them anew."""
+    r, n = store.comm.rank, store.comm.world_size
+    lo_hi = store.bounds if store.stage else [chunk_bounds(w.size, n)[r] for w in store.master]
+    if store.stage == 3:
+        own = [p.copy() for p in store.p16]
+    else:
+        own = [p.reshape(-1)[lo:hi].copy() for p, (lo, hi) in zip(store.p16, lo_hi, strict=True)]
+    state = {
+        "rank": r,
+        "world": n,
+        "stage": store.stage,
+        "steps": store.steps,
+        "master": [w.copy() for w in store.master],
+        "m": [a.copy() for a in store.m],
+        "v": [a.copy() for a in store.v],
+        "p16": own,
+    }
+    return save(Path(folder) / f"rank-{r}", step, state, keep=keep)
+
+
+def load_zero(folder: Path | str, step: int, store: Any) -> None:
+    """Restore :func:`save_zero`'s shard of ``step`` into ``store`` (same world and stage);
+    stages 0-2 rebuild their fp16 replica from every rank's chunk."""
+    r, n = store.comm.rank, store.comm.world_size
+    states = []
+    for q in range(n) if store.stage < 3 else [r]:
+        got, st, _ = load_latest(Path(folder) / f"rank-{q}", at_most=step)
+        if got != step:
+            raise ValueError(f"rank {q} has no valid shard of step {step}")
+        if (st["world"], st["stage"]) != (n, store.stage):
+            raise ValueError(f"shard of world {st['world']} stage {st['stage']}: re-shard first")
+        states.append(st)
+    mine = states[r] if store.stage < 3 else states[0]
+    store.steps = int(mine["steps"])
+    for i in range(len(store.master)):
+        store.master[i][...] = mine["master"][i]
+        store.m[i][...] = mine["m"][i]
+        store.v[i][...] = mine["v"][i]
+        if store.stage == 3:
+            store.p16[i] = np.asarray(mine["p16"][i], np.float16).copy()
+        else:
+            store.p16[i][...] = np.concatenate([st["p16"][i] for st in states])
 
 
 def copy_tree(x: Any) -> Any:
