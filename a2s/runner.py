@@ -51,6 +51,7 @@ REFERENCE_PACKAGES = (
     "driver",
     "cpu",
     "rl",
+    "elastic",
 )
 
 
