@@ -41,8 +41,8 @@ from minitorch.compiler.ir import Graph, op_counts
 from minitorch.compiler.passes import PassManager, cse, dce, fold_constants, simplify
 
 __all__ = [
-    "CompileReport",
     "ChipGraph",
+    "CompileReport",
     "chip_backend",
     "dynamo_unavailable",
     "last_report",
@@ -83,7 +83,7 @@ def last_report() -> CompileReport:
 def dynamo_unavailable() -> str | None:
     """Why ``torch.compile`` cannot run here (``None`` when it can)."""
     try:
-        import torch._dynamo  # noqa: F401
+        import torch._dynamo
         from torch.fx.experimental.proxy_tensor import make_fx  # noqa: F401
     except Exception as exc:  # pragma: no cover - depends on the torch build
         return f"torch {torch.__version__} has no usable TorchDynamo ({exc})"
