@@ -168,7 +168,8 @@ def chip_backend(
     from torch.fx.experimental.proxy_tensor import make_fx
 
     frozen = _frozen(gm, example_inputs)
-    aten = make_fx(gm, tracing_mode="fake")(*example_inputs)
+    with torch._guards.tracing(None):  # a fresh fake mode, not Dynamo's (whose guards we'd add to)
+        aten = make_fx(gm, tracing_mode="fake")(*example_inputs)
     counts = Counter(
         n.target.name()
         for n in aten.graph.nodes

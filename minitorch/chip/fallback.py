@@ -44,7 +44,7 @@ class Fallback:
         return self.to_cpu + self.to_chip
 
 
-@dataclass
+@dataclass(eq=False)
 class Report:
     """What a run did on the chip, what fell back, and what had to be uploaded."""
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["INPLACE", "OPS", "kernel"]
+__all__ = ["INPLACE", "OPS", "erf", "kernel"]
 
 Kernel = Callable[..., Any]
 OPS: dict[str, Kernel] = {}
@@ -35,6 +35,11 @@ INPLACE = {
     "aten::fill_.Scalar",
 }
 _ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function elementwise (``math.erf`` on each element), dtype kept."""
+    return np.asarray(_ERF(x), dtype=np.float64).astype(np.asarray(x).dtype)
 
 
 def kernel(*names: str) -> Callable[[Kernel], Kernel]:
@@ -104,7 +109,7 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
         return 0.5 * x * (1 + np.tanh(inner))
-    return (0.5 * x * (1 + _ERF(x / math.sqrt(2)).astype(x.dtype))).astype(x.dtype)
+    return (0.5 * x * (1 + erf(x / math.sqrt(2)))).astype(x.dtype)
 
 
 @kernel("gelu_backward")
@@ -113,7 +118,7 @@ def _gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str = "none") -> n
         k = math.sqrt(2 / math.pi)
         t = np.tanh(k * (x + 0.044715 * x**3))
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x))
-    cdf = 0.5 * (1 + _ERF(x / math.sqrt(2)).astype(x.dtype))
+    cdf = 0.5 * (1 + erf(x / math.sqrt(2)))
     pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
     return (g * (cdf + x * pdf)).astype(x.dtype)
 
@@ -263,6 +268,9 @@ kernel("ones_like")(lambda x, dtype=None, **kw: np.ones_like(x, dtype=dtype))
 kernel("zeros_like", "empty_like")(lambda x, dtype=None, **kw: np.zeros_like(x, dtype=dtype))
 kernel("full_like")(lambda x, v, dtype=None, **kw: np.full_like(x, v, dtype=dtype))
 kernel("new_zeros", "new_empty")(lambda x, size, dtype=None, **kw: np.zeros(size, dtype or x.dtype))
+kernel("new_empty_strided")(
+    lambda x, size, stride, dtype=None, **kw: np.zeros(size, dtype or x.dtype)
+)
 kernel("new_ones")(lambda x, size, dtype=None, **kw: np.ones(size, dtype or x.dtype))
 
 

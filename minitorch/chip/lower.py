@@ -24,16 +24,20 @@ from typing import Any
 import numpy as np
 import torch
 
+from minitorch.chip.kernels import erf
 from minitorch.compiler import convbn, interp, ir
 from minitorch.compiler.ir import Graph
 
-__all__ = ["RULES", "Unsupported", "lower"]
+__all__ = ["RULES", "Unsupported", "capture", "lower"]
 
-_ERF = np.frompyfunc(math.erf, 1, 1)
 ir.SHAPE_RULES["erf"] = lambda shapes, attrs: tuple(shapes[0])
-interp.EXTENSIONS["erf"] = lambda a, attrs: _ERF(a[0]).astype(a[0].dtype)
+interp.EXTENSIONS["erf"] = lambda a, attrs: erf(a[0])
 ir.SHAPE_RULES["expand"] = lambda shapes, attrs: tuple(attrs["shape"])
 interp.EXTENSIONS["expand"] = lambda a, attrs: np.broadcast_to(a[0], attrs["shape"]).copy()
+ir.SHAPE_RULES["select"] = lambda shapes, attrs: tuple(
+    n for i, n in enumerate(shapes[0]) if i != attrs["dim"]
+)
+interp.EXTENSIONS["select"] = lambda a, attrs: np.take(a[0], attrs["index"], axis=attrs["dim"])
 _ = convbn  # registers conv2d and batch_norm with the IR
 
 Rule = Callable[["_Ctx", Any, list[Any]], Any]
@@ -90,8 +94,17 @@ def _binary(op: str) -> Rule:
 
 for _op in ("add", "sub", "mul", "div"):
     rule(f"{_op}.Tensor", f"{_op}.Scalar")(_binary(_op))
+
+
+def _unary(op: str) -> Rule:
+    def lower_unary(c: _Ctx, node: Any, a: list[Any]) -> str:
+        return c.g.op(op, [a[0]])
+
+    return lower_unary
+
+
 for _op in ("neg", "exp", "log", "tanh", "sigmoid", "relu"):
-    rule(_op)(lambda c, n, a, _op=_op: c.g.op(_op, [a[0]]))
+    rule(_op)(_unary(_op))
 rule("pow.Tensor_Scalar")(lambda c, n, a: c.g.op("pow", [a[0], c.scalar(a[1], a[0])]))
 rule("rsqrt")(lambda c, n, a: c.g.op("pow", [a[0], c.scalar(-0.5, a[0])]))
 rule("sqrt")(lambda c, n, a: c.g.op("pow", [a[0], c.scalar(0.5, a[0])]))
@@ -106,6 +119,11 @@ rule("permute")(
 rule("view", "_unsafe_view", "reshape")(lambda c, n, a: c.g.op("reshape", [a[0]], shape=_shape(n)))
 rule("expand")(lambda c, n, a: c.g.op("expand", [a[0]], shape=_shape(n)))
 rule("detach", "clone", "alias", "lift_fresh_copy", "contiguous")(lambda c, n, a: a[0])
+rule("select.int")(
+    lambda c, n, a: c.g.op(
+        "select", [a[0]], dim=a[1] % c.ndim(a[0]), index=a[2] % c.g.node(a[0]).shape[a[1]]
+    )
+)
 rule("silu")(lambda c, n, a: c.g.op("mul", [a[0], c.g.op("sigmoid", [a[0]])]))
 
 
@@ -202,9 +220,14 @@ def lower(gm: torch.fx.GraphModule, frozen: dict[int, torch.Tensor]) -> tuple[Gr
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             continue
+        if node.op == "get_attr":  # a tensor constant make_fx kept on the module
+            value = _np(operator.attrgetter(node.target)(gm))
+            env[node] = g.constant(value, name=g.fresh("k"))
+            continue
         args = torch.fx.node.map_arg(node.args, lambda m: env[m])
         if node.op == "output":
-            g.outputs = tuple(args[0])
+            out = args[0]
+            g.outputs = (out,) if isinstance(out, str) else tuple(out)
             break
         if node.target is operator.getitem:
             env[node] = args[0][args[1]]
@@ -216,3 +239,19 @@ def lower(gm: torch.fx.GraphModule, frozen: dict[int, torch.Tensor]) -> tuple[Gr
             raise Unsupported(f"no lowering for {name or node.format_node()}")
         env[node] = RULES[name](ctx, node, list(args))
     return g, feeds
+
+
+def capture(module: torch.nn.Module, *inputs: torch.Tensor) -> Graph:
+    """``module`` traced by ``make_fx`` on fake tensors (nothing computed) and lowered: its
+    parameters and buffers frozen into constants, ``inputs`` the placeholders. No Dynamo."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    names, k = list(state), len(state)
+
+    def call(*args: torch.Tensor) -> Any:
+        return torch.func.functional_call(module, dict(zip(names, args[:k], strict=True)), args[k:])
+
+    with torch.no_grad():
+        gm = make_fx(call, tracing_mode="fake")(*state.values(), *inputs)
+    return lower(gm, dict(enumerate(state.values())))[0]

@@ -71,8 +71,12 @@ def _conv_shape(shapes: Sequence[tuple[int, ...]], attrs: dict[str, Any]) -> tup
 
 ir.SHAPE_RULES["conv2d"] = _conv_shape
 ir.SHAPE_RULES["batch_norm"] = lambda shapes, attrs: tuple(shapes[0])
-interp.EXTENSIONS["conv2d"] = lambda a, attrs: conv2d(*a, attrs["stride"], attrs["padding"])
-interp.EXTENSIONS["batch_norm"] = lambda a, attrs: batch_norm(*a, attrs["eps"])
+interp.EXTENSIONS["conv2d"] = lambda a, attrs: conv2d(
+    a[0], a[1], a[2], attrs["stride"], attrs["padding"]
+)
+interp.EXTENSIONS["batch_norm"] = lambda a, attrs: batch_norm(
+    a[0], a[1], a[2], a[3], a[4], attrs["eps"]
+)
 
 
 def fold_conv_bn(graph: Graph) -> tuple[Graph, int]:
