@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["INPLACE", "OPS", "erf", "kernel"]
+__all__ = ["INPLACE", "OPS", "erf", "register"]
 
 Kernel = Callable[..., Any]
 OPS: dict[str, Kernel] = {}
@@ -42,16 +42,16 @@ def erf(x: np.ndarray) -> np.ndarray:
     return np.asarray(_ERF(x), dtype=np.float64).astype(np.asarray(x).dtype)
 
 
-def kernel(*names: str) -> Callable[[Kernel], Kernel]:
+def register(*names: str) -> Callable[[Kernel], Kernel]:
     """Register one numpy kernel under ATen overload names (``"mm"`` is ``aten::mm``)."""
 
-    def register(fn: Kernel) -> Kernel:
+    def add(fn: Kernel) -> Kernel:
         for name in names:
             full = name if "::" in name else f"aten::{name}"
             OPS[full.removesuffix(".default")] = fn
         return fn
 
-    return register
+    return add
 
 
 def _axes(x: np.ndarray, dim: Any) -> tuple[int, ...]:
@@ -66,45 +66,45 @@ def _a(x: Any) -> np.ndarray:
 
 
 # matmuls ------------------------------------------------------------------------------
-kernel("mm", "bmm")(lambda a, b: a @ b)
-kernel("addmm")(
+register("mm", "bmm")(lambda a, b: a @ b)
+register("addmm")(
     lambda c, a, b, beta=1, alpha=1: (
         beta * c + alpha * (a @ b) if (beta, alpha) != (1, 1) else c + a @ b
     )
 )
 
 # elementwise --------------------------------------------------------------------------
-kernel("add.Tensor", "add.Scalar")(lambda a, b, alpha=1: a + (b if alpha == 1 else alpha * b))
-kernel("sub.Tensor", "sub.Scalar")(lambda a, b, alpha=1: a - (b if alpha == 1 else alpha * b))
-kernel("rsub.Scalar", "rsub.Tensor")(lambda a, b, alpha=1: b - (a if alpha == 1 else alpha * a))
-kernel("mul.Tensor", "mul.Scalar")(lambda a, b: a * b)
-kernel("div.Tensor", "div.Scalar")(lambda a, b: a / b)
-kernel("neg")(lambda a: -a)
-kernel("pow.Tensor_Scalar", "pow.Tensor_Tensor")(lambda a, e: a**e)
-kernel("pow.Scalar")(lambda base, e: np.power(base, e))
-kernel("exp")(np.exp)
-kernel("log")(np.log)
-kernel("sqrt")(np.sqrt)
-kernel("rsqrt")(lambda a: 1 / np.sqrt(a))
-kernel("reciprocal")(lambda a: 1 / a)
-kernel("tanh")(np.tanh)
-kernel("sigmoid")(lambda a: 1 / (1 + np.exp(-a)))
-kernel("relu")(lambda a: np.maximum(a, 0))
-kernel("silu")(lambda a: a / (1 + np.exp(-a)))
-kernel("maximum")(np.maximum)
-kernel("eq.Tensor", "eq.Scalar")(lambda a, b: _a(a == b))
-kernel("lt.Tensor", "lt.Scalar")(lambda a, b: _a(a < b))
-kernel("gt.Tensor", "gt.Scalar")(lambda a, b: _a(a > b))
-kernel("bitwise_not", "logical_not")(lambda a: ~a if a.dtype == bool else np.invert(a))
-kernel("where.self")(lambda c, a, b: np.where(c, a, b))
-kernel("masked_fill.Scalar", "masked_fill.Tensor")(
+register("add.Tensor", "add.Scalar")(lambda a, b, alpha=1: a + (b if alpha == 1 else alpha * b))
+register("sub.Tensor", "sub.Scalar")(lambda a, b, alpha=1: a - (b if alpha == 1 else alpha * b))
+register("rsub.Scalar", "rsub.Tensor")(lambda a, b, alpha=1: b - (a if alpha == 1 else alpha * a))
+register("mul.Tensor", "mul.Scalar")(lambda a, b: a * b)
+register("div.Tensor", "div.Scalar")(lambda a, b: a / b)
+register("neg")(lambda a: -a)
+register("pow.Tensor_Scalar", "pow.Tensor_Tensor")(lambda a, e: a**e)
+register("pow.Scalar")(lambda base, e: np.power(base, e))
+register("exp")(np.exp)
+register("log")(np.log)
+register("sqrt")(np.sqrt)
+register("rsqrt")(lambda a: 1 / np.sqrt(a))
+register("reciprocal")(lambda a: 1 / a)
+register("tanh")(np.tanh)
+register("sigmoid")(lambda a: 1 / (1 + np.exp(-a)))
+register("relu")(lambda a: np.maximum(a, 0))
+register("silu")(lambda a: a / (1 + np.exp(-a)))
+register("maximum")(np.maximum)
+register("eq.Tensor", "eq.Scalar")(lambda a, b: _a(a == b))
+register("lt.Tensor", "lt.Scalar")(lambda a, b: _a(a < b))
+register("gt.Tensor", "gt.Scalar")(lambda a, b: _a(a > b))
+register("bitwise_not", "logical_not")(lambda a: ~a if a.dtype == bool else np.invert(a))
+register("where.self")(lambda c, a, b: np.where(c, a, b))
+register("masked_fill.Scalar", "masked_fill.Tensor")(
     lambda a, m, v: np.where(m, _a(v).astype(a.dtype), a)
 )
-kernel("tril")(lambda a, diagonal=0: np.tril(a, diagonal))
-kernel("triu")(lambda a, diagonal=0: np.triu(a, diagonal))
+register("tril")(lambda a, diagonal=0: np.tril(a, diagonal))
+register("triu")(lambda a, diagonal=0: np.triu(a, diagonal))
 
 
-@kernel("gelu")
+@register("gelu")
 def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
@@ -112,7 +112,7 @@ def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     return (0.5 * x * (1 + erf(x / math.sqrt(2)))).astype(x.dtype)
 
 
-@kernel("gelu_backward")
+@register("gelu_backward")
 def _gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
         k = math.sqrt(2 / math.pi)
@@ -123,27 +123,27 @@ def _gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str = "none") -> n
     return (g * (cdf + x * pdf)).astype(x.dtype)
 
 
-@kernel("silu_backward")
+@register("silu_backward")
 def _silu_backward(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     s = 1 / (1 + np.exp(-x))
     return g * s * (1 + x * (1 - s))
 
 
-kernel("threshold_backward")(lambda g, x, t: np.where(x > t, g, 0).astype(g.dtype))
-kernel("tanh_backward")(lambda g, y: g * (1 - y * y))
-kernel("sigmoid_backward")(lambda g, y: g * y * (1 - y))
+register("threshold_backward")(lambda g, x, t: np.where(x > t, g, 0).astype(g.dtype))
+register("tanh_backward")(lambda g, y: g * (1 - y * y))
+register("sigmoid_backward")(lambda g, y: g * y * (1 - y))
 
 # reductions ---------------------------------------------------------------------------
-kernel("sum.dim_IntList")(
+register("sum.dim_IntList")(
     lambda x, dim=None, keepdim=False, dtype=None: _a(x.sum(axis=_axes(x, dim), keepdims=keepdim))
 )
-kernel("sum")(lambda x, dtype=None: _a(x.sum()))
-kernel("mean.dim")(
+register("sum")(lambda x, dtype=None: _a(x.sum()))
+register("mean.dim")(
     lambda x, dim=None, keepdim=False, dtype=None: _a(x.mean(axis=_axes(x, dim), keepdims=keepdim))
 )
-kernel("mean")(lambda x, dtype=None: _a(x.mean()))
-kernel("amax")(lambda x, dim=(), keepdim=False: _a(x.max(axis=_axes(x, dim), keepdims=keepdim)))
-kernel("argmax")(
+register("mean")(lambda x, dtype=None: _a(x.mean()))
+register("amax")(lambda x, dim=(), keepdim=False: _a(x.max(axis=_axes(x, dim), keepdims=keepdim)))
+register("argmax")(
     lambda x, dim=None, keepdim=False: _a(
         np.argmax(x) if dim is None else np.argmax(x, axis=dim, keepdims=keepdim)
     ).astype(np.int64)
@@ -156,29 +156,29 @@ def _softmax_of(x: np.ndarray, dim: int) -> np.ndarray:
     return e / e.sum(axis=dim, keepdims=True)
 
 
-kernel("_softmax")(lambda x, dim, half_to_float=False: _softmax_of(x, dim))
-kernel("_safe_softmax")(
+register("_softmax")(lambda x, dim, half_to_float=False: _softmax_of(x, dim))
+register("_safe_softmax")(
     lambda x, dim, dtype=None: np.nan_to_num(_softmax_of(x, dim), nan=0.0).astype(x.dtype)
 )
-kernel("_softmax_backward_data")(
+register("_softmax_backward_data")(
     lambda g, y, dim, input_dtype=None: y * (g - (g * y).sum(axis=dim, keepdims=True))
 )
 
 
-@kernel("_log_softmax")
+@register("_log_softmax")
 def _log_softmax(x: np.ndarray, dim: int, half_to_float: bool = False) -> np.ndarray:
     z = x - x.max(axis=dim, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
 
 
-kernel("_log_softmax_backward_data")(
+register("_log_softmax_backward_data")(
     lambda g, y, dim, input_dtype=None: g - np.exp(y) * g.sum(axis=dim, keepdims=True)
 )
 
 # norms, embedding, loss ---------------------------------------------------------------
 
 
-@kernel("native_layer_norm")
+@register("native_layer_norm")
 def _layer_norm(x: np.ndarray, shape: Any, w: Any, b: Any, eps: float) -> tuple[Any, ...]:
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     mean = x.mean(axis=axes, keepdims=True)
@@ -188,7 +188,7 @@ def _layer_norm(x: np.ndarray, shape: Any, w: Any, b: Any, eps: float) -> tuple[
     return (y + b if b is not None else y), mean, rstd
 
 
-@kernel("native_layer_norm_backward")
+@register("native_layer_norm_backward")
 def _layer_norm_backward(
     g: Any, x: Any, shape: Any, mean: Any, rstd: Any, w: Any, b: Any, mask: Any
 ) -> tuple[Any, ...]:
@@ -204,10 +204,10 @@ def _layer_norm_backward(
     return (dx if mask[0] else None), dw, db
 
 
-kernel("embedding")(lambda w, idx, padding_idx=-1, scale_grad_by_freq=False, sparse=False: w[idx])
+register("embedding")(lambda w, idx, padding_idx=-1, scale_grad_by_freq=False, sparse=False: w[idx])
 
 
-@kernel("embedding_dense_backward")
+@register("embedding_dense_backward")
 def _embedding_backward(g: Any, idx: Any, num: int, padding_idx: int, scale: bool) -> Any:
     out = np.zeros((num, g.shape[-1]), g.dtype)
     np.add.at(out, idx.reshape(-1), g.reshape(-1, g.shape[-1]))
@@ -216,7 +216,7 @@ def _embedding_backward(g: Any, idx: Any, num: int, padding_idx: int, scale: boo
     return out
 
 
-@kernel("nll_loss_forward")
+@register("nll_loss_forward")
 def _nll(x: Any, t: Any, w: Any, reduction: int, ignore: int) -> tuple[Any, Any]:
     keep = t != ignore
     picked = -x[np.arange(len(t)), np.where(keep, t, 0)] * keep
@@ -225,7 +225,7 @@ def _nll(x: Any, t: Any, w: Any, reduction: int, ignore: int) -> tuple[Any, Any]
     return _a(out).astype(x.dtype), total
 
 
-@kernel("nll_loss_backward")
+@register("nll_loss_backward")
 def _nll_backward(g: Any, x: Any, t: Any, w: Any, reduction: int, ignore: int, total: Any) -> Any:
     keep = t != ignore
     out = np.zeros_like(x)
@@ -235,28 +235,28 @@ def _nll_backward(g: Any, x: Any, t: Any, w: Any, reduction: int, ignore: int, t
 
 
 # views and copies ---------------------------------------------------------------------
-kernel("view", "_unsafe_view", "reshape")(lambda x, size: x.reshape(size))
-kernel("t")(lambda x: x.T)
-kernel("transpose.int")(lambda x, a, b: np.swapaxes(x, a, b))
-kernel("permute")(lambda x, dims: x.transpose(dims))
-kernel("unsqueeze")(lambda x, d: np.expand_dims(x, d % (x.ndim + 1)))
-kernel("squeeze.dim", "squeeze.dims")(
+register("view", "_unsafe_view", "reshape")(lambda x, size: x.reshape(size))
+register("t")(lambda x: x.T)
+register("transpose.int")(lambda x, a, b: np.swapaxes(x, a, b))
+register("permute")(lambda x, dims: x.transpose(dims))
+register("unsqueeze")(lambda x, d: np.expand_dims(x, d % (x.ndim + 1)))
+register("squeeze.dim", "squeeze.dims")(
     lambda x, d: x.squeeze(tuple(a for a in _axes(x, d) if x.shape[a] == 1))
 )
-kernel("alias", "detach", "lift_fresh")(lambda x: x.view())
-kernel("clone")(lambda x, memory_format=None: x.copy())
-kernel("select.int")(lambda x, d, i: x.take(i, axis=d))
-kernel("cat")(lambda xs, dim=0: np.concatenate(xs, axis=dim))
+register("alias", "detach", "lift_fresh")(lambda x: x.view())
+register("clone")(lambda x, memory_format=None: x.copy())
+register("select.int")(lambda x, d, i: x.take(i, axis=d))
+register("cat")(lambda xs, dim=0: np.concatenate(xs, axis=dim))
 
 
-@kernel("expand")
+@register("expand")
 def _expand(x: np.ndarray, size: Any, implicit: bool = False) -> np.ndarray:
     lead = len(size) - x.ndim
     full = [x.shape[i - lead] if s == -1 else s for i, s in enumerate(size)]
     return np.broadcast_to(x, full)
 
 
-@kernel("slice.Tensor")
+@register("slice.Tensor")
 def _slice(x: np.ndarray, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
     index = [slice(None)] * x.ndim
     index[dim] = slice(start, end, step)
@@ -264,14 +264,16 @@ def _slice(x: np.ndarray, dim: int = 0, start: Any = None, end: Any = None, step
 
 
 # factories like an existing tensor and in-place writes --------------------------------
-kernel("ones_like")(lambda x, dtype=None, **kw: np.ones_like(x, dtype=dtype))
-kernel("zeros_like", "empty_like")(lambda x, dtype=None, **kw: np.zeros_like(x, dtype=dtype))
-kernel("full_like")(lambda x, v, dtype=None, **kw: np.full_like(x, v, dtype=dtype))
-kernel("new_zeros", "new_empty")(lambda x, size, dtype=None, **kw: np.zeros(size, dtype or x.dtype))
-kernel("new_empty_strided")(
+register("ones_like")(lambda x, dtype=None, **kw: np.ones_like(x, dtype=dtype))
+register("zeros_like", "empty_like")(lambda x, dtype=None, **kw: np.zeros_like(x, dtype=dtype))
+register("full_like")(lambda x, v, dtype=None, **kw: np.full_like(x, v, dtype=dtype))
+register("new_zeros", "new_empty")(
+    lambda x, size, dtype=None, **kw: np.zeros(size, dtype or x.dtype)
+)
+register("new_empty_strided")(
     lambda x, size, stride, dtype=None, **kw: np.zeros(size, dtype or x.dtype)
 )
-kernel("new_ones")(lambda x, size, dtype=None, **kw: np.ones(size, dtype or x.dtype))
+register("new_ones")(lambda x, size, dtype=None, **kw: np.ones(size, dtype or x.dtype))
 
 
 def _write(dst: np.ndarray, value: Any) -> np.ndarray:
@@ -279,8 +281,8 @@ def _write(dst: np.ndarray, value: Any) -> np.ndarray:
     return dst
 
 
-kernel("copy_")(lambda dst, src, non_blocking=False: _write(dst, src))
-kernel("add_.Tensor")(lambda dst, b, alpha=1: _write(dst, dst + alpha * b))
-kernel("mul_.Tensor")(lambda dst, b: _write(dst, dst * b))
-kernel("zero_")(lambda dst: _write(dst, 0))
-kernel("fill_.Scalar")(lambda dst, v: _write(dst, v))
+register("copy_")(lambda dst, src, non_blocking=False: _write(dst, src))
+register("add_.Tensor")(lambda dst, b, alpha=1: _write(dst, dst + alpha * b))
+register("mul_.Tensor")(lambda dst, b: _write(dst, dst * b))
+register("zero_")(lambda dst: _write(dst, 0))
+register("fill_.Scalar")(lambda dst, v: _write(dst, v))
