@@ -11,11 +11,12 @@ tensors: shapes only, nothing computed), freezes the module's parameters and buf
 constants, lowers the ATen graph to the course IR (:mod:`minitorch.chip.lower`) and runs the
 passes of lab 14: conv-BatchNorm folding, constant folding, simplification, CSE and DCE to a
 fixed point, then fusion, then memory planning (greedy by size). The callable it returns
-uploads the inputs, takes the planned arena from the chip allocator, runs the fused graph with
-the course interpreter (one launch per node) and downloads the outputs. :class:`CompileReport`
-holds the op and kernel counts before and after fusion, the bytes every kernel moves and the
-arena. A graph the lowering cannot handle runs eagerly (``fallback_reason`` says why), as a
-backend that gives up on a graph does.
+uploads the inputs, takes the planned arena from the chip allocator (its bytes count in the
+chip's live and peak figures; the interpreter's numpy temporaries stand for its slices), runs
+the fused graph with the course interpreter (one launch per node) and downloads the outputs.
+:class:`CompileReport` holds the op and kernel counts before and after fusion, the bytes every
+kernel moves and the arena. A graph the lowering cannot handle runs eagerly
+(``fallback_reason`` says why), as a backend that gives up on a graph does.
 
 Inference only: the weights are frozen when the graph is compiled.
 

@@ -73,7 +73,10 @@ def to_onnx(graph: Graph, name: str = "chip_graph") -> Any:
         return helper.make_tensor_value_info(n.name, elem, list(n.shape))
 
     inputs, inits, nodes = [], [], []
+    used = {i for n in graph.nodes for i in n.inputs} | set(graph.outputs)
     for n in graph.nodes:
+        if n.op == "constant" and n.name not in used:
+            continue  # an unused weight (a BatchNorm's step counter): no initializer
         if n.op == "placeholder":
             inputs.append(vi(n))
         elif n.op == "constant":

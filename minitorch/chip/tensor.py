@@ -103,7 +103,8 @@ class ChipTensor(torch.Tensor):
             )
         for rep in fallback.active():
             rep.on_chip[name] += 1
-        arrays = tree_map(lambda x: _operand(x, chip, name), args)
+        temps: list[Storage] = []  # host operands uploaded for this call, freed after it
+        arrays = tree_map(lambda x: _operand(x, chip, name, temps), args)
         kw = {k: _np_dtype(v) for k, v in kwargs.items() if k not in _DROP}
         out = kernel(*arrays, **kw)
         if name in INPLACE:
@@ -128,15 +129,15 @@ def _np_dtype(v: Any) -> Any:
     return _TO_NP[v] if isinstance(v, torch.dtype) else v
 
 
-def _operand(x: Any, chip: Chip, name: str) -> Any:
+def _operand(x: Any, chip: Chip, name: str, temps: list[Storage]) -> Any:
     if is_chip(x):
         return x._chip_array
     if isinstance(x, torch.Tensor):  # a host tensor met by a chip op: upload it (counted)
         host = x.detach().numpy()
-        handle = chip.upload(host)
+        temps.append(Storage(chip, chip.upload(host)))
         for rep in fallback.active():
             rep.host_inputs[name] += host.nbytes
-        return chip.array(handle)  # freed with nothing holding it: a temporary
+        return temps[-1].array
     return x
 
 

@@ -38,6 +38,16 @@ def test_nested_reports_both_record_and_host_inputs_are_counted() -> None:
     assert outer.ops() == ["aten::add.Tensor", "aten::mul.Tensor"]
 
 
+def test_host_operands_are_uploaded_for_the_call_only() -> None:
+    chip = Chip(alignment=64)
+    x = to_chip(torch.ones(16), chip)
+    with recording() as rep:
+        y = x + torch.arange(16.0)  # the host tensor: uploaded, used, freed
+    assert rep.host_inputs["aten::add.Tensor"] == 64 and chip.h2d_copies == 2
+    assert chip.bytes_live == 128 and chip.peak == 192  # x and y live; the upload was freed
+    assert np.array_equal(to_cpu(y).numpy(), 1 + np.arange(16.0))
+
+
 @torch.no_grad()
 def test_one_decode_step_of_the_tiny_gpt(variant: str) -> None:
     """One greedy decode step (no KV cache: the whole 6-token context, argmax of the last)."""
