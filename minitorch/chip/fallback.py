@@ -109,8 +109,13 @@ def run_on_cpu(
     is_chip: Callable[[Any], bool],
     download: Callable[[Any], torch.Tensor],
     upload: Callable[[torch.Tensor], Any],
+    write_back: Callable[[Any, torch.Tensor], None],
 ) -> Any:
-    """Run ``func`` with torch's CPU kernel: chip operands copied down, results copied up."""
+    """Run ``func`` with torch's CPU kernel: chip operands copied down, results copied up.
+
+    An argument the op's schema marks as written (``Tensor(a!)``: an in-place or ``out=`` op)
+    is copied back into its chip buffer, and a result that is that argument is the chip tensor
+    itself, so ``x.exp_()`` on the chip mutates ``x`` as it would on the CPU."""
     name = func.name()
     if any(r.forbid for r in _ACTIVE):
         raise NoKernel(f"{name} has no chip kernel (fallback forbidden here)")
@@ -129,8 +134,24 @@ def run_on_cpu(
             return upload(x)
         return x
 
-    out = func(*tree_map(down, args), **tree_map(down, kwargs))
-    result = tree_map(up, out)
+    host_args, host_kwargs = tree_map(down, args), tree_map(down, kwargs)
+    out = func(*host_args, **host_kwargs)
+    pairs = []  # (chip tensor, its host copy) for every argument the op writes
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        chip_arg = args[i] if i < len(args) else kwargs.get(arg.name)
+        host_arg = host_args[i] if i < len(args) else host_kwargs.get(arg.name)
+        if is_chip(chip_arg):
+            write_back(chip_arg, host_arg)
+            moved["up"] += host_arg.numel() * host_arg.element_size()
+            pairs.append((chip_arg, host_arg))
+
+    def back(x: Any) -> Any:
+        mine = next((c for c, h in pairs if x is h), None)
+        return mine if mine is not None else up(x)
+
+    result = tree_map(back, out)
     for rep in _ACTIVE:
         entry = rep.fallbacks.setdefault(name, Fallback())
         entry.count += 1

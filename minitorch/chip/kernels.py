@@ -29,6 +29,7 @@ Kernel = Callable[..., Any]
 OPS: dict[str, Kernel] = {}
 INPLACE = {
     "aten::copy_",
+    "aten::add_.Scalar",
     "aten::add_.Tensor",
     "aten::mul_.Tensor",
     "aten::zero_",
@@ -282,6 +283,7 @@ def _write(dst: np.ndarray, value: Any) -> np.ndarray:
 
 
 register("copy_")(lambda dst, src, non_blocking=False: _write(dst, src))
+register("add_.Scalar")(lambda dst, b, alpha=1: _write(dst, dst + alpha * b))
 register("add_.Tensor")(lambda dst, b, alpha=1: _write(dst, dst + alpha * b))
 register("mul_.Tensor")(lambda dst, b: _write(dst, dst * b))
 register("zero_")(lambda dst: _write(dst, 0))

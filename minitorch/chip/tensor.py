@@ -99,7 +99,7 @@ class ChipTensor(torch.Tensor):
             kernel = OPS.get(name)  # type: ignore[assignment]
         if kernel is None:
             return fallback.run_on_cpu(
-                func, args, kwargs, is_chip, to_cpu, lambda t: to_chip(t, chip)
+                func, args, kwargs, is_chip, to_cpu, lambda t: to_chip(t, chip), _write_back
             )
         for rep in fallback.active():
             rep.on_chip[name] += 1
@@ -117,6 +117,13 @@ class ChipTensor(torch.Tensor):
 def is_chip(x: Any) -> bool:
     """Whether ``x`` is a chip tensor."""
     return isinstance(x, ChipTensor)
+
+
+def _write_back(t: ChipTensor, host: torch.Tensor) -> None:
+    """A host result copied into the chip buffer of ``t`` (counted host -> chip)."""
+    t._chip_array[...] = host.numpy()
+    t.chip.h2d_bytes += host.numel() * host.element_size()
+    t.chip.h2d_copies += 1
 
 
 def _chip_of(args: Any, kwargs: Any) -> Chip:

@@ -27,6 +27,19 @@ def test_fallback_copies_down_runs_on_cpu_and_copies_back() -> None:
     assert "aten::cumsum" in rep.table() and "1 fallbacks, 48 bytes" in rep.table()
 
 
+def test_an_in_place_fallback_mutates_the_chip_tensor() -> None:
+    chip = Chip()
+    x = to_chip(torch.zeros(4), chip)
+    with recording() as rep:
+        y = x.exp_()  # no chip kernel for exp_: the host result is written back into x
+    assert y is x and np.array_equal(to_cpu(x).numpy(), np.ones(4))
+    f = rep.fallbacks["aten::exp_"]
+    assert (f.count, f.to_cpu, f.to_chip) == (1, 16, 16)
+    with recording() as rep:
+        x.add_(1.0)  # add_.Scalar: on the chip, in place
+    assert rep.n_fallbacks == 0 and np.array_equal(to_cpu(x).numpy(), 2 * np.ones(4))
+
+
 def test_nested_reports_both_record_and_host_inputs_are_counted() -> None:
     x = to_chip(torch.ones(4))
     with recording() as outer:

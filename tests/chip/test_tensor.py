@@ -32,6 +32,7 @@ CASES = [
         lambda a, w: a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-5) * w,
         [(3, 8), (8,)],
     ),
+    ("F.rms_norm", lambda a, w: F.rms_norm(a, (8,), w, 1e-5), [(3, 8), (8,)]),  # torch >= 2.4
     ("gelu", lambda a: F.gelu(a), [(4, 5)]),
     ("gelu_tanh", lambda a: F.gelu(a, approximate="tanh"), [(4, 5)]),
     ("silu_sigmoid_tanh_relu", lambda a: F.silu(a) + a.sigmoid() * a.tanh() + a.relu(), [(6,)]),
