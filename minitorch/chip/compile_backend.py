@@ -44,6 +44,7 @@ from minitorch.compiler.passes import PassManager, cse, dce, fold_constants, sim
 __all__ = [
     "ChipGraph",
     "CompileReport",
+    "capture",
     "chip_backend",
     "dynamo_unavailable",
     "last_report",
@@ -130,7 +131,11 @@ class ChipGraph:
 
     def __call__(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         chip = self.chip
-        handles = [chip.upload(args[i].detach().cpu().numpy()) for i in self.feeds]
+        dtypes = [n.dtype for n in self.graph.nodes if n.op == "placeholder"]
+        handles = [
+            chip.upload(args[i].detach().cpu().numpy().astype(d))
+            for i, d in zip(self.feeds, dtypes, strict=True)
+        ]
         arena = chip.alloc((max(self.report.arena_bytes, 1),), np.uint8)
         try:
             outs = interp.run(self.graph, *(chip.array(h) for h in handles))
@@ -188,3 +193,19 @@ def chip_backend(
     compiled = ChipGraph(fused, optimized, feeds, rep, chip or default_chip())
     GRAPHS.append(compiled)
     return compiled
+
+
+def capture(module: torch.nn.Module, *inputs: torch.Tensor) -> Graph:
+    """``module`` traced by ``make_fx`` on fake tensors (nothing computed) and lowered: its
+    parameters and buffers frozen into constants, ``inputs`` the placeholders. No Dynamo."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    names, k = list(state), len(state)
+
+    def call(*args: torch.Tensor) -> Any:
+        return torch.func.functional_call(module, dict(zip(names, args[:k], strict=True)), args[k:])
+
+    with torch.no_grad():
+        gm = make_fx(call, tracing_mode="fake")(*state.values(), *inputs)
+    return lower(gm, dict(enumerate(state.values())))[0]

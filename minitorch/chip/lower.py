@@ -19,16 +19,17 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from minitorch.chip.kernels import erf
+from minitorch.chip.kernels import OPS, erf
 from minitorch.compiler import convbn, interp, ir
 from minitorch.compiler.ir import Graph
 
-__all__ = ["RULES", "Unsupported", "capture", "lower"]
+__all__ = ["RULES", "Unsupported", "lower"]
 
 ir.SHAPE_RULES["erf"] = lambda shapes, attrs: tuple(shapes[0])
 interp.EXTENSIONS["erf"] = lambda a, attrs: erf(a[0])
@@ -38,8 +39,11 @@ ir.SHAPE_RULES["select"] = lambda shapes, attrs: tuple(
     n for i, n in enumerate(shapes[0]) if i != attrs["dim"]
 )
 interp.EXTENSIONS["select"] = lambda a, attrs: np.take(a[0], attrs["index"], axis=attrs["dim"])
+ir.SHAPE_RULES["embedding"] = lambda shapes, attrs: (*shapes[1], shapes[0][1])
+interp.EXTENSIONS["embedding"] = lambda a, attrs: a[0][a[1].astype(np.int64)]
 _ = convbn  # registers conv2d and batch_norm with the IR
 
+_DROP = ("layout", "device", "pin_memory", "memory_format", "non_blocking")
 Rule = Callable[["_Ctx", Any, list[Any]], Any]
 RULES: dict[str, Rule] = {}
 
@@ -117,6 +121,9 @@ rule("permute")(
     lambda c, n, a: c.g.op("permute", [a[0]], dims=tuple(d % c.ndim(a[0]) for d in a[1]))
 )
 rule("view", "_unsafe_view", "reshape")(lambda c, n, a: c.g.op("reshape", [a[0]], shape=_shape(n)))
+rule("unsqueeze", "squeeze.dim", "squeeze.dims")(
+    lambda c, n, a: c.g.op("reshape", [a[0]], shape=_shape(n))
+)
 rule("expand")(lambda c, n, a: c.g.op("expand", [a[0]], shape=_shape(n)))
 rule("detach", "clone", "alias", "lift_fresh_copy", "contiguous")(lambda c, n, a: a[0])
 rule("select.int")(
@@ -124,6 +131,19 @@ rule("select.int")(
         "select", [a[0]], dim=a[1] % c.ndim(a[0]), index=a[2] % c.g.node(a[0]).shape[a[1]]
     )
 )
+
+
+@rule("embedding")
+def _embedding(c: _Ctx, n: Any, a: list[Any]) -> str:
+    """Rows of the weight: the index input is declared in the weight's dtype (the IR infers a
+    dtype from its operands; ids are exact in float32 below 2^24) and cast at upload."""
+    w, idx = a[0], a[1]
+    node = c.g.node(idx)
+    if node.op == "placeholder" and node.dtype != c.dtype(w):
+        c.g.nodes[c.g.nodes.index(node)] = replace(node, dtype=c.dtype(w))
+    return c.g.op("embedding", [w, idx])
+
+
 rule("silu")(lambda c, n, a: c.g.op("mul", [a[0], c.g.op("sigmoid", [a[0]])]))
 
 
@@ -206,6 +226,38 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return np.array(t.detach().cpu().numpy(), copy=True)
 
 
+def _on_constants(g: Graph, node: Any, name: str, args: Any) -> np.ndarray | None:
+    """The value of a node computed from constants only, with the chip's own kernels (and
+    numpy for factories such as ``ones``/``arange``); ``None`` when it reads a real input."""
+    names: list[str] = []
+    torch.fx.node.map_aggregate(args, lambda a: names.append(a) if isinstance(a, str) else None)
+    if any(g.node(i).op != "constant" for i in names) or node.op != "call_function":
+        return None
+    dtype = np.dtype(str(node.meta["val"].dtype).split(".")[1])
+    if name in (
+        "aten::ones",
+        "aten::zeros",
+        "aten::full",
+        "aten::arange.start_step",
+        "aten::arange.start",
+        "aten::arange",
+    ):
+        if name.startswith("aten::arange"):
+            return np.arange(*args[:3]).astype(dtype)
+        fill = {"aten::ones": 1, "aten::zeros": 0}.get(name, args[-1])
+        return np.full(_shape(node), fill, dtype)
+    if name == "aten::_to_copy" and names:
+        return np.array(g.node(names[0]).value, dtype=dtype)
+    if name not in OPS or not names or name in ("aten::embedding",):
+        return None
+    values = torch.fx.node.map_aggregate(
+        args, lambda a: g.node(a).value if isinstance(a, str) else a
+    )
+    kw = {k: (dtype if k == "dtype" else v) for k, v in node.kwargs.items() if k not in _DROP}
+    out = OPS[name](*values, **kw)
+    return np.ascontiguousarray(out).astype(dtype) if not isinstance(out, tuple) else None
+
+
 def lower(gm: torch.fx.GraphModule, frozen: dict[int, torch.Tensor]) -> tuple[Graph, list[int]]:
     """The course IR of ``gm`` and the positions of the placeholders it still takes."""
     g, env, feeds = Graph(), {}, []
@@ -235,23 +287,11 @@ def lower(gm: torch.fx.GraphModule, frozen: dict[int, torch.Tensor]) -> tuple[Gr
         if not node.users:
             continue  # a dead node (an unused empty(), a statistic nobody reads)
         name = node.target.name().removesuffix(".default") if node.op == "call_function" else ""
+        folded = _on_constants(g, node, name, args)
+        if folded is not None:  # a mask or a slope table built in the model: one constant
+            env[node] = g.constant(folded, name=g.fresh("k"))
+            continue
         if name not in RULES:
             raise Unsupported(f"no lowering for {name or node.format_node()}")
         env[node] = RULES[name](ctx, node, list(args))
     return g, feeds
-
-
-def capture(module: torch.nn.Module, *inputs: torch.Tensor) -> Graph:
-    """``module`` traced by ``make_fx`` on fake tensors (nothing computed) and lowered: its
-    parameters and buffers frozen into constants, ``inputs`` the placeholders. No Dynamo."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
-    names, k = list(state), len(state)
-
-    def call(*args: torch.Tensor) -> Any:
-        return torch.func.functional_call(module, dict(zip(names, args[:k], strict=True)), args[k:])
-
-    with torch.no_grad():
-        gm = make_fx(call, tracing_mode="fake")(*state.values(), *inputs)
-    return lower(gm, dict(enumerate(state.values())))[0]

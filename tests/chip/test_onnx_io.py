@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from minitorch.chip import onnx_io
-from minitorch.chip.compile_backend import optimize
-from minitorch.chip.lower import capture
+from minitorch.chip.compile_backend import capture, optimize
 from minitorch.compiler import interp
 from minitorch.compiler.ir import same_structure, verify
 from minitorch.compiler.passes import dce
