@@ -110,6 +110,10 @@ def to_onnx(graph: Graph, name: str = "chip_graph") -> Any:
                     "Conv", list(n.inputs), [n.name], strides=[sh, sw], pads=[ph, pw, ph, pw]
                 )
             )
+        elif n.op == "embedding":  # ids arrive in the weight's dtype (see chip.lower)
+            ids = f"{n.name}__ids"
+            nodes.append(helper.make_node("Cast", [n.inputs[1]], [ids], to=7))  # INT64
+            nodes.append(helper.make_node("Gather", [n.inputs[0], ids], [n.name], axis=0))
         elif n.op == "batch_norm":
             x, mean, var, gamma, beta = n.inputs
             nodes.append(
@@ -158,10 +162,15 @@ def from_onnx(model: Any) -> Graph:
         if t.name not in side:
             g.constant(consts[t.name], name=t.name)
     inverse = {v: k for k, v in _SIMPLE.items()}
+    cast: dict[str, str] = {}  # the int64 ids of an embedding -> the ids input
     for n in body.node:
         attrs = {a.name: a for a in n.attribute}
-        out, ins = n.output[0], list(n.input)
-        if n.op_type in inverse:
+        out, ins = n.output[0], [cast.get(i, i) for i in n.input]
+        if n.op_type == "Cast" and out.endswith("__ids"):
+            cast[out] = ins[0]
+        elif n.op_type == "Gather":
+            g.op("embedding", ins, name=out)
+        elif n.op_type in inverse:
             g.op(inverse[n.op_type], ins, name=out)
         elif n.op_type in _REDUCE.values():
             op = next(k for k, v in _REDUCE.items() if v == n.op_type)

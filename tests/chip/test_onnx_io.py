@@ -68,3 +68,21 @@ def test_fused_graphs_are_refused_with_a_reason(graphs) -> None:
     with pytest.raises(ValueError, match="export before fusion"):
         onnx_io.to_onnx(fusion.fuse(graphs[3]))
     assert onnx_io.missing() is None
+
+
+def test_the_tiny_gpt_exports_runs_and_comes_back() -> None:
+    from tests.chip.conftest import twin
+
+    tm = twin("alibi").eval()
+    idx = torch.tensor([[3, 1, 4, 1, 5, 9]])
+    graph, _, _ = optimize(capture(tm, idx))
+    model = onnx_io.to_onnx(graph, "tiny_gpt")
+    onnx.checker.check_model(model, full_check=True)
+    ids = idx.numpy().astype(np.float32)  # the IR takes ids in the weights' dtype
+    theirs = onnx_io.run_onnxruntime(model, ids)[0]
+    ours = interp.run(graph, ids)[0]
+    with torch.no_grad():
+        want = tm(idx).numpy()
+    assert np.abs(theirs - ours).max() < 1e-5 and np.abs(ours - want).max() < 1e-5
+    back = onnx_io.from_onnx(model)
+    assert verify(back) == [] and same_structure(back, dce(graph)[0])
