@@ -7,9 +7,10 @@
 
 A backend that covers only part of ATen still runs a whole model when the missing ops fall
 back to the CPU: copy every chip operand to the host, call torch's CPU kernel, copy the
-results back. It is correct and slow, and the cost is the copies, so a vendor backend logs
-which operators fell back and how often (torch-npu and Intel's extension both print such a
-list) and the port's work list is the top of that table. :class:`Report` records, per op,
+results back. It is correct and slow, and the cost is the copies, so a port keeps count of
+which operators fell back, how often and what they moved, and its work list is the top of
+that table (PyTorch's own MPS backend falls back this way when ``PYTORCH_ENABLE_MPS_FALLBACK``
+is set, with a warning naming the operator). :class:`Report` records, per op,
 the fallbacks, the bytes each way, the ops that ran on the chip, and the host tensors a chip
 op had to upload (a CPU tensor created inside the model, such as a causal mask).
 

@@ -1,16 +1,16 @@
 """The chip's op table: ATen overloads -> numpy kernels (forward and the backward ATen calls).
 
     OPS["aten::mm"]            # name -> kernel(*args, **kwargs) on numpy arrays
-    covered()                  # the overloads this torch has, as OpOverload objects
+    register("mm", "bmm")(lambda a, b: a @ b)   # one kernel, two overloads
 
 A backend implements ATen, PyTorch's operator set, one overload at a time: autograd's
 backward formulas are themselves ATen calls (``_softmax_backward_data``,
 ``native_layer_norm_backward``, ``embedding_dense_backward``...), so the same table serves the
 backward pass. Kernels take numpy arrays where the op takes tensors and return arrays (or
 tuples of arrays); view kernels return numpy views, so the result shares the chip buffer.
-Names are ``aten::op.overload`` strings; :func:`covered` resolves them on the running torch
-and skips the ones it lacks (``_safe_softmax`` is new in 2.5), so the table works on every
-torch the course accepts. Nothing here calls torch to compute: every value is numpy's.
+Names are ``aten::op.overload`` strings, so this module imports no torch, and a name the
+running torch lacks (``_safe_softmax`` is not in every torch the course accepts) is simply
+never dispatched. Nothing here calls torch to compute: every value is numpy's.
 
 Lab: 31_pytorch_backend
 """
