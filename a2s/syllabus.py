@@ -107,7 +107,7 @@ _LAB_TABLE = """
 28 | capstone | all | Capstone | a quantized tiny LLM served with paged KV and continuous batching | all
 29 | driver_and_command_submission | 6 | Driver and command submission | a simulated PCIe accelerator: command ring and doorbell, DMA chains, completions, graphs, contexts | minitorch.driver
 30 | telemetry_power_and_faults | 6 | Telemetry, power and faults | utilisation from wrapped counters, a power-capping DVFS governor, a heartbeat watchdog, retry / isolate / re-map | minitorch.driver
-31 | pytorch_backend | 2 | A PyTorch backend for a new chip | a device through the dispatcher, op coverage and fallback, a torch.compile backend, ONNX | minitorch.backend
+31 | pytorch_backend | 2 | A PyTorch backend for a new chip | a device through the dispatcher, op coverage and fallback, a torch.compile backend, ONNX | minitorch.chip
 32 | fault_tolerance_elastic | 5 | Fault tolerance and elastic training | checkpoints, restarts and elastic resizing on real processes | minitorch.elastic
 33 | sparsity_distillation_qat | 1 | Sparsity, distillation and QAT | 2:4 sparsity: the compressed format and a sparse matmul whose bytes and multiplies the grader counts, what removing heads saves (GQA groups), the distillation loss and its gradient, QAT's straight-through fake quantizer; accuracy vs sparsity, QAT vs PTQ, KL vs max calibration | minitorch.model
 34 | speculative_decoding | 1 | Speculative decoding, MLA and long context | speculative sampling proved exact by enumeration, greedy speculative decoding with counted target passes, tokens per pass predicted and measured, MLA's absorbed latent attention, KV eviction with sinks and heavy hitters under a budget | minitorch.model, minitorch.runtime
