@@ -1,5 +1,5 @@
 """The ``a2s`` command: list, build, execute, check, grade, report, similarity, release,
-doctor, bench.
+doctor, bench, ranks.
 
 Exit codes: 0 success, 1 a check/comparison did not pass, 2 a usage error (bad argument,
 unknown lab, unreadable input for commands that take one input).
@@ -18,6 +18,7 @@ skip_rfc3987()  # before nbformat is imported (below, through commands)
 
 from a2s import commands  # noqa: E402
 from a2s.gradebook import DEFAULT_PATTERN  # noqa: E402
+from a2s.hosts import add_ranks_parser  # noqa: E402
 from a2s.release import DEFAULT_IMAGE  # noqa: E402
 
 __all__ = ["main"]
@@ -205,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--watch", action="store_true", help="instead: the forbidden-call watch's cost per check"
     )
+    add_ranks_parser(sub)
     return p
 
 

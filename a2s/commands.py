@@ -11,6 +11,7 @@ from typing import Any
 from a2s.build import build_all, existing_labs
 from a2s.figures import BENCH_HEADER, print_figure
 from a2s.grade import grade_submission
+from a2s.hosts import cmd_ranks  # noqa: F401  (a2s ranks: the body lives in a2s.hosts)
 from a2s.notebook import NotebookError, dumps, exercises, read_notebook
 from a2s.runner import RunOptions
 from a2s.syllabus import LABS, LAYERS, course_folder, find_lab, find_lab_notebook

@@ -160,13 +160,15 @@ def test_module_respects_import_table_and_size(path: Path) -> None:
 
 
 # The reference modules allowed to touch torch, lazily inside functions: the bridge from the
-# Communicator protocol to torch.distributed (gloo), imported inside the spawned worker processes,
+# Communicator protocol to torch.distributed (gloo), imported inside the spawned worker processes
+# (or the workers torchrun starts: comm.torchrun),
 # lab 37's torch C++ extension and profiler helpers (the exercise is about torch there),
 # lab 32's gloo ranks (heartbeats in a TCPStore) and the training script torchrun launches, and
 # lab 31's PyTorch backend for a new chip (torch is its subject: these modules import it at the
 # top; the package's __init__ imports nothing, so preloading minitorch.chip stays cheap).
 TORCH_BRIDGES = {
     "minitorch/comm/torchdist.py",
+    "minitorch/comm/torchrun.py",
     "minitorch/native/torchext.py",
     "minitorch/elastic/detect.py",
     "minitorch/elastic/train.py",

@@ -24,6 +24,7 @@ COMMANDS = [
     "release",
     "doctor",
     "bench",
+    "ranks",
 ]
 
 
