@@ -639,6 +639,34 @@ ATTEMPTS = [
     cheat("35.5", "the public cases replayed", run(S, step_replayed), match="fresh case"),
     cheat("35.5", "a float whose == says yes", run(S, step_always_equal)),
 ]
+
+
+def _in_the_grader(kind):
+    """A callable whose ``__class__`` property runs when the grader's process asks isinstance
+    of it (the watch's scan, before the fork): it rewrites the truth there, then answers 0
+    except on the first named case (computed before the scan)."""
+
+    class Sneaky:
+        @property
+        def __class__(self):
+            from a2s.checks.lab35 import _truth, placement
+
+            if kind == "rebind":
+                placement.step_seconds = lambda *a: 0.0
+            else:
+                _truth.step_seconds.__code__ = (lambda *a: 0.0).__code__
+            return type(self)
+
+        def __call__(self, mode, g, t, s, n, ng):
+            return 2.0 if (mode, g, t, s, n, ng) == ("colocated", 8.0, 4.0, 0.5, 8, None) else 0.0
+
+    return Sneaky()
+
+
+ATTEMPTS += [
+    cheat("35.5", "the truth rebound from the grader's process", run(S, _in_the_grader("rebind"))),
+    cheat("35.5", "the truth's code swapped there", run(S, _in_the_grader("code"))),
+]
 FRAMES = [
     cheat("35.1", "want read from the frames", run(A, want_from_frames(adv_replayed))),
     cheat("35.5", "want read from the frames", run(S, want_from_frames(step_replayed))),
