@@ -24,7 +24,9 @@ runs the learner's code in a forked child. Tried:
   grader's ``_Counted`` found through ``gc`` in the child, the engine's log-probabilities
   looked for in the child; 35.4: ``request("load"/"version")`` sent by hand bypassing the
   handle, forged ``next``/``done``, a version whose ``==`` says yes, the handle's methods
-  rebound.
+  rebound; 35.5: a callable whose ``__class__`` property runs in the grader's process when the
+  watch scans it, rebinding the truth there (caught by ``lab_intact``) or swapping its
+  ``__code__`` (**passed: fixed** in ``a2s/checks/watch.py``, the scan uses ``type()``).
 
 The tables of 35.1 and 35.5 compute ``want`` before the child forks: read through
 ``sys._current_frames`` it passes in-process (``xfail(strict=True)``, the sealed kernel's).
