@@ -134,12 +134,12 @@ class Watch:
         for value in _held(fn):
             for item in (value, *_held(value)) if _is_student(value, fn) else (value,):
                 seen.append(item)
-        for item in seen:
-            if isinstance(item, types.FunctionType) and id(item) not in self.originals:
+        for item in seen:  # type(), never isinstance: a learner's ``__class__`` would run here
+            if type(item) is types.FunctionType and id(item) not in self.originals:
                 name = self.codes.get(_key(item.__code__))
                 if name in self.references:
                     self.hit(name)
-            elif isinstance(item, types.ModuleType):
+            elif issubclass(type(item), types.ModuleType):
                 path = os.path.realpath(getattr(item, "__file__", "") or "")
                 real = sys.modules.get(item.__name__)
                 if path in self.reference_files and real is not item:
@@ -183,8 +183,9 @@ class Watch:
 
 
 def _held(obj: Any) -> list[Any]:
-    """What a function refers to: its globals, closure cells and default values."""
-    if not isinstance(obj, types.FunctionType):
+    """What a function refers to: its globals, closure cells and default values (read with
+    ``type`` and ``dict``'s own methods: no code of the learner's runs in the grader here)."""
+    if type(obj) is not types.FunctionType:
         return []
     cells = []
     for cell in obj.__closure__ or ():
@@ -193,14 +194,13 @@ def _held(obj: Any) -> list[Any]:
         except ValueError:
             continue
     names = obj.__code__.co_names
-    found = [obj.__globals__[n] for n in names if n in obj.__globals__]
+    g = obj.__globals__
+    found = [dict.__getitem__(g, n) for n in names if dict.__contains__(g, n)]
     return found + cells + list(obj.__defaults__ or ())
 
 
 def _is_student(value: Any, fn: Any) -> bool:
-    return isinstance(value, types.FunctionType) and value.__module__ == getattr(
-        fn, "__module__", None
-    )
+    return type(value) is types.FunctionType and value.__module__ == getattr(fn, "__module__", None)
 
 
 _MODE: list[type] = []  # the TorchFunctionMode class, made once (a class per call is garbage)

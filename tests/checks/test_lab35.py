@@ -524,12 +524,22 @@ MUSTS = [
         "$|o_i|$ is the number of tokens of completion $i$",
         "test_grpo_loss_rejects_wrong_rules",
     ),
+    (
+        "35.2",
+        "$|o_i|$ is the number of tokens of completion $i$ (its mask's sum)",
+        "test_grpo_loss_divides_by_each_completions_length",
+    ),
     ("35.2", "Exercise code may not call torch", "test_torch_is_a_forbidden_call"),
     ("35.2", "nor the `minitorch.rl` reference", "test_grpo_loss_rejects_the_reference"),
     (
         "35.3",
         "make **one** call per batch",
         "test_recompute_logprobs_rejects_one_forward_per_sequence",
+    ),
+    (
+        "35.3",
+        "one padded forward of all the sequences",
+        "test_recompute_logprobs_rejects_a_call_of_part_of_the_batch",
     ),
     (
         "35.3",
@@ -569,6 +579,34 @@ MUSTS = [
         "With `lora_only` only the adapters train",
         "test_weight_sync_with_lora_moves_only_the_adapters",
     ),
+    (
+        "35.4",
+        "Applying means `engine.load(name, array)` for each parameter to move",
+        "test_weight_sync_rejects_a_version_without_its_weights",
+    ),
     ("35.4", "nor the `minitorch.rl` reference", "test_weight_sync_rejects_the_reference"),
     ("35.4", "which plays a script", "test_weight_sync_rejects_a_forged_request"),
 ]
+
+
+def test_grpo_loss_divides_by_each_completions_length():
+    from tests.checks.test_lab35_attacks import loss_length_t
+
+    rejects(lab35.check_grpo_loss, loss_length_t, match=r"its own length \|o_i\|")
+
+
+def test_recompute_logprobs_rejects_a_call_of_part_of_the_batch():
+    from tests.checks.test_lab35_attacks import logp_rebuilt
+
+    def first_row_only(model, ids, tokens, positions, temperature):  # one call, one sequence
+        row = np.asarray(model(ids[:1]))
+        return recompute(lambda _: np.repeat(row, len(ids), 0), ids, tokens, positions, temperature)
+
+    for f in (first_row_only, logp_rebuilt):
+        rejects(lab35.check_recompute_logprobs, f, match="not a forward of the batch")
+
+
+def test_weight_sync_rejects_a_version_without_its_weights():
+    from tests.checks.test_lab35_attacks import VersionOnly
+
+    rejects(lab35.check_weight_sync, VersionOnly, match="load every parameter that changed")

@@ -77,7 +77,7 @@ def grpo_loop(
                 kl, dkl = math.exp(d) - d - 1.0, 1.0 - math.exp(d)
             if variant == "token mean":
                 w = 1.0 / max(live, 1.0)
-            elif variant == "no mask":
+            elif variant in ("no mask", "length T"):  # "length T": masked, over T
                 w = 1.0 / (t_size * b_size)
             else:
                 w = 1.0 / (max(n, 1.0) * b_size)

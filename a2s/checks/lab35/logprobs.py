@@ -59,8 +59,10 @@ def _model(seed: int) -> Any:
 class _Counted:
     """The model behind a counter: (B, L) int ids -> (B, L, V) float64 logits."""
 
-    def __init__(self, model: Any, label: str) -> None:
+    def __init__(self, model: Any, label: str, ids: Any = None, needed: int = 1) -> None:
         self.model, self.label, self.calls = model, label, 0
+        self.ids, self.needed = ids, needed  # the batch: its rows, in order, columns needed
+        self.part = False  # a call of fewer sequences (or others) than the batch's
 
     def __call__(self, ids: Any) -> np.ndarray:
         from minitorch.autograd import no_grad
@@ -74,8 +76,18 @@ class _Counted:
         if arr.min() < 0 or arr.max() >= _VOCAB:
             raise CheckFailure(f"[{self.label}] model(ids): ids lie in 0..{_VOCAB - 1}.")
         self.calls += 1
+        self.part |= self.ids is not None and not _whole(arr, self.ids, self.needed)
         with no_grad():
             return np.asarray(self.model(arr).data, np.float64)
+
+
+def _whole(arr: np.ndarray, ids: np.ndarray, needed: int) -> bool:
+    """``arr`` is every sequence of ``ids``, in order; columns past ``needed`` may be cut."""
+    return (
+        arr.shape[0] == ids.shape[0]
+        and needed <= arr.shape[1] <= ids.shape[1]
+        and bool(np.array_equal(arr, ids[:, : arr.shape[1]]))
+    )
 
 
 def _apart(student: Callable[..., Any], zero: tuple[Any, ...], *args: Any) -> Any:
@@ -131,7 +143,7 @@ def check_recompute_logprobs(recompute_logprobs: Callable[..., Any]) -> str:
     for label, seed, temp, n in _batches():
         engine = RolloutEngine(model, temperature=temp, seed=seed)
         batch = pack(generate(engine, make_prompts(("reverse", "sort"), n, seed=seed), 4, 8))
-        counted = _Counted(model, label)
+        counted = _Counted(model, label, batch.ids, int(batch.positions.max()) + 1)
         ids, tok, pos = batch.ids.copy(), batch.tokens.copy(), batch.positions.copy()
         got = run_apart(
             _apart,
@@ -151,7 +163,13 @@ def check_recompute_logprobs(recompute_logprobs: Callable[..., Any]) -> str:
                 "(counted by the grader): the trainer runs ONE padded forward, model(ids), of "
                 "the whole batch and reads every token's log-probability from its logits."
             )
-        logits = counted(batch.ids)
+        if counted.part:
+            raise CheckFailure(
+                f"[{label}] your one model call was not a forward of the batch's {len(ids)} "
+                "padded sequences (counted by the grader): the trainer's log-probabilities come "
+                "from model(ids) of the whole batch, not of a part of it."
+            )
+        logits = _Counted(model, label)(batch.ids)
         want = logprobs_loop(logits, batch.tokens, batch.positions, temp)
         if got.shape != want.shape:
             raise CheckFailure(

@@ -36,6 +36,8 @@ _VARIANTS = {
     "(>= 0 for every token), not logp - ref_logp.",
     "token mean": "Average over each completion's own tokens first (1/|o_i|), then over the B "
     "completions: a mean over all tokens of the batch weighs long answers more.",
+    "length T": "Divide each completion's sum by its own length |o_i| (its mask's sum), not "
+    "by T, the padded length: a short answer's tokens would weigh less.",
     "no mask": "Multiply by the mask: the padding after a completion's end mark is not the "
     "policy's answer and must not count, nor in |o_i|.",
 }
