@@ -2,8 +2,8 @@
 
 The truth for a compiled case is ld's own answer: the grader compiles the objects with g++,
 links them into one shared object with ``-Wl,--no-undefined -Wl,--no-demangle`` and reads
-every ``undefined reference to `name'`` (``_truth.ld_undefined``); for the fixed listings
-shipped here it is ``_truth.unresolved`` (needed by some object, defined by no object, no
+every ``undefined reference to `name'`` (``_truth.link_of``: every object compiled afresh in
+a private directory, never a file found on disk); for the fixed listings shipped here it is ``_truth.unresolved`` (needed by some object, defined by no object, no
 library and not by ld itself), which the tests check agrees with ld on every compiled case.
 """
 
@@ -18,10 +18,8 @@ from a2s.checks.core import grader
 from a2s.checks.lab37._truth import (
     LINKER_MADE,
     NATIVE,
-    compiled,
-    ld_undefined,
+    link_of,
     names,
-    nm_text,
     offers_and_needs,
     unresolved,
 )
@@ -95,9 +93,8 @@ def random_link(g: Any, tag: str) -> dict[str, str]:
 
 
 def _linked(label: str, sources: dict[str, str]) -> tuple[str, tuple[Any, ...], None, list[str]]:
-    objs = {name: compiled(src) for name, src in sources.items()}
-    texts = {name: nm_text(path) for name, path in objs.items()}
-    return (label, (texts, LIBM), None, ld_undefined(list(objs.values())))
+    listings, undefined = link_of(tuple(sources.values()))
+    return (label, (dict(zip(sources, listings, strict=True)), LIBM), None, list(undefined))
 
 
 def _draw(g: Any, i: int) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 from a2s.checks.cases import Case, Mistake
 from a2s.checks.core import grader
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab37._truth import NATIVE, compiled, names, nm_text, offers_and_needs
+from a2s.checks.lab37._truth import NATIVE, listing, names, offers_and_needs
 from a2s.checks.table import Table
 
 __all__ = ["FIXED_SOURCE", "check_offers_and_needs", "random_source"]
@@ -93,9 +93,9 @@ def random_source(g: Any, tag: str) -> str:
 
 def _draw(g: Any, i: int) -> tuple[str, tuple[str]]:
     if i == 0:
-        return ("g++ -c of the lab's fixed file", (nm_text(compiled(FIXED_SOURCE)),))
+        return ("g++ -c of the lab's fixed file", (listing(FIXED_SOURCE),))
     src = random_source(g, str(i))
-    return (f"a fresh C++ file {i} (nm -P of g++ -c)", (nm_text(compiled(src)),))
+    return (f"a fresh C++ file {i} (nm -P of g++ -c)", (listing(src),))
 
 
 def _read(got: Any, label: str) -> tuple[list[str], list[str]]:
@@ -168,7 +168,7 @@ OFFERS = Table(
 def check_offers_and_needs(student: Callable[..., Any]) -> str:
     """Exercise 37.1: offers_and_needs(nm_text) -> (offered names, needed names)."""
     n = OFFERS.grade(student)
-    offers, needs = offers_and_needs(nm_text(compiled(FIXED_SOURCE)))
+    offers, needs = offers_and_needs(listing(FIXED_SOURCE))
     return (
         f"{n} listings exact (3 compiled here); the fixed file offers {len(offers)} names, "
         f"needs {len(needs)}"
