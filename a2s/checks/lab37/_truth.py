@@ -1,10 +1,11 @@
 """Lab 37's own ground truth: g++, nm and ld run by the grader, plain parsers and set loops.
 
 Nothing here calls ``minitorch.native``: the grader compiles its sources with the system g++
-itself, each time in a fresh private temporary directory (never a file found on disk, never
-the repository; the results are kept per process, by source), reads ``nm -P`` with its own parser, links with GNU ld and reads
-ld's own ``undefined reference`` lines, builds its own axpy kernel with a call counter only
-the grader reads, counts pages with a set, and measures page faults in a child process.
+itself, each time in a fresh private temporary directory (never a file found on disk, never the
+repository; the results are kept per process, by source), reads ``nm -P`` with its own parser,
+links with GNU ld and reads ld's own ``undefined reference`` lines, builds its own axpy kernel
+with a call counter only the grader reads, counts pages with a set, and measures page faults in
+a child process.
 """
 
 from __future__ import annotations

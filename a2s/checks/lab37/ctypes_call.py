@@ -1,17 +1,17 @@
 """Grader of exercise 37.3: a ctypes call of a compiled kernel, argtypes and strides right.
 
-The grader builds its own ``lab37_axpy`` (``_truth.AXPY``: ``y[i*incy] += alpha * x[i*incx]``
-in C floats, with a count of the elements it processed that only ``lab37_done`` reads) with
-g++ once per process, in a private temporary directory, loads it and hands the learner's
-``axpy(lib, alpha, x, y)`` views into larger float32
-buffers: contiguous, strided, reversed, a matrix column. Judged per case: every element of
-``y`` equals numpy's float32 ``y + float32(alpha) * x`` bit for bit; nothing else of either
-buffer changed (a stride in bytes, not elements, writes outside ``y``); the kernel processed
-exactly ``n`` elements, and its last call (which only the grader reads, with ``lab37_last``)
-paired ``x``'s element addresses with ``y``'s, with ``alpha``, so ``y``'s bytes are the C
-call's (not a call on a scratch buffer, or with alpha 0, then numpy writing ``y``); a float64 array raises
-``TypeError`` and arrays of different lengths ``ValueError`` before C sees a pointer. The
-cases run first in a forked child, so a call that crashes is reported, not fatal.
+The grader builds its own ``lab37_axpy`` (``_truth.AXPY``: ``y[i*incy] += alpha * x[i*incx]`` in
+C floats, with a count of the elements it processed that only ``lab37_done`` reads) with g++
+once per process, in a private temporary directory, loads it and hands the learner's ``axpy(lib,
+alpha, x, y)`` views into larger float32 buffers: contiguous, strided, reversed, a matrix
+column. Judged per case: every element of ``y`` equals numpy's float32 ``y + float32(alpha) *
+x`` bit for bit; nothing else of either buffer changed (a stride in bytes, not elements, writes
+outside ``y``); the kernel processed exactly ``n`` elements, and its last call (which only the
+grader reads, with ``lab37_last``) paired ``x``'s element addresses with ``y``'s, with
+``alpha``, so ``y``'s bytes are the C call's (not a call on a scratch buffer, or with alpha 0,
+then numpy writing ``y``); a float64 array raises ``TypeError`` and arrays of different lengths
+``ValueError`` before C sees a pointer. The cases run first in a forked child, so a call that
+crashes is reported, not fatal.
 """
 
 from __future__ import annotations

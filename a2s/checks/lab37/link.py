@@ -1,10 +1,11 @@
 """Grader of exercise 37.2: which symbols a link leaves undefined, against GNU ld itself.
 
 The truth for a compiled case is ld's own answer: the grader compiles the objects with g++,
-links them into one shared object with ``-Wl,--no-undefined -Wl,--no-demangle`` and reads
-every ``undefined reference to `name'`` (``_truth.link_of``: every object compiled afresh in
-a private directory, never a file found on disk); for the fixed listings shipped here it is ``_truth.unresolved`` (needed by some object, defined by no object, no
-library and not by ld itself), which the tests check agrees with ld on every compiled case.
+links them into one shared object with ``-Wl,--no-undefined -Wl,--no-demangle`` and reads every
+``undefined reference to `name'`` (``_truth.link_of``: every object compiled afresh in a private
+directory, never a file found on disk); for the fixed listings shipped here it is
+``_truth.unresolved`` (needed by some object, defined by no object, no library and not by ld
+itself), which the tests check agrees with ld on every compiled case.
 """
 
 from __future__ import annotations
