@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from a2s.checks.cases import Case, Mistake
-from a2s.checks.core import grader
+from a2s.checks.core import grader, plain
+from a2s.checks.errors import CheckFailure
 from a2s.checks.lab37._truth import (
     LINKER_MADE,
     NATIVE,
@@ -184,4 +185,9 @@ LINKS = Table(
 def check_unresolved(student: Callable[..., Any]) -> str:
     """Exercise 37.2: unresolved(objects, libraries=()) -> names the link leaves undefined."""
     n = LINKS.grade(student)
-    return f"{n} links exact (3 linked by ld here); the broken link: {_draw(None, 0)[3]}"
+    # once more, outside the table: the expected value is made after the call, in no frame
+    got = names(plain(student(*_draw(None, 0)[1]), what="unresolved"), "again", "unresolved")
+    want = _draw(None, 0)[3]
+    if got != want:
+        raise CheckFailure("unresolved(the notebook's broken link) differs on a second call.")
+    return f"{n} links exact (3 linked by ld here); the broken link: {want}"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from a2s.checks.cases import Case, Mistake
-from a2s.checks.core import grader
+from a2s.checks.core import grader, plain
 from a2s.checks.errors import CheckFailure
 from a2s.checks.lab37._truth import NATIVE, listing, names, offers_and_needs
 from a2s.checks.table import Table
@@ -168,7 +168,11 @@ OFFERS = Table(
 def check_offers_and_needs(student: Callable[..., Any]) -> str:
     """Exercise 37.1: offers_and_needs(nm_text) -> (offered names, needed names)."""
     n = OFFERS.grade(student)
+    # once more, outside the table: the expected value is made after the call, in no frame
+    got = _read(plain(student(listing(FIXED_SOURCE)), what="offers_and_needs"), "again")
     offers, needs = offers_and_needs(listing(FIXED_SOURCE))
+    if got != (offers, needs):
+        raise CheckFailure("offers_and_needs(the fixed file's listing) differs on a second call.")
     return (
         f"{n} listings exact (3 compiled here); the fixed file offers {len(offers)} names, "
         f"needs {len(needs)}"
