@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from a2s.checks import lab37
-from a2s.checks.core import CheckFailure, ReferenceCalledError
+from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from a2s.checks.lab37 import _truth, link
 from a2s.checks.lab37 import symbols as sym_grader
 from minitorch.native import linking, loader, osmem, symbols
@@ -269,6 +269,26 @@ def test_offers_rejects_the_reference():
         match="reference",
         error=ReferenceCalledError,
     )
+
+
+def test_offers_reads_an_archive_listing():
+    def unskipped(text):  # every line unpacked: a blank line or a member header breaks it
+        offers, needs = set(), set()
+        for line in text.splitlines():
+            name, kind = line.split()[:2]
+            if kind == "U":
+                needs.add(name)
+            elif kind.isupper() or kind == "u":
+                offers.add(name)
+        return offers, needs
+
+    rejects(lab37.check_offers_and_needs, unskipped, match="archive", error=StudentError)
+
+
+def test_every_check_says_so_without_g_plus_plus(monkeypatch):
+    monkeypatch.setitem(_truth._ENV, "PATH", "")
+    with pytest.raises(CheckFailure, match="lab 37 needs g\\+\\+"):
+        _truth.listing.__wrapped__("int lab37_no_gxx;")
 
 
 # --------------------------------------------------------------------------- 37.2
@@ -553,6 +573,25 @@ MUSTS = [
     ),
     ("37.4", "a range ending exactly on a page boundary", "test_pages_rejects_an_inclusive_end"),
     ("37.4", "16 KiB and 2 MiB pages", "test_pages_rejects_a_fixed_page_size"),
+    ("37.1", "Skip blank lines and lines ending in `:`", "test_offers_reads_an_archive_listing"),
+    ("37.1", "Without g++ the checks say so", "test_every_check_says_so_without_g_plus_plus"),
+    (
+        "37.1",
+        "the checks compile, list and link their own C++",
+        "test_a_fake_tool_or_a_planted_object_changes_nothing",
+    ),
+    ("37.3", "the work must be the call's", "test_axpy_rejects_a_scratch_call_and_numpy"),
+    ("37.3", "arrays of different lengths `ValueError`", "test_axpy_rejects_no_length_check"),
+    (
+        "37.3",
+        "nothing outside `y`'s elements changed",
+        "test_axpy_rejects_strides_in_bytes",
+    ),
+    (
+        "37.2",
+        "a mangled name is not its C twin",
+        "test_unresolved_rejects_matching_demangled_names",
+    ),
     (
         "37.1",
         "never into your checkout",

@@ -618,3 +618,19 @@ ATTEMPTS = [
 )
 def test_attempt(attempt):
     judge(attempt)
+
+
+def test_a_fake_tool_or_a_planted_object_changes_nothing():
+    for a in ATTEMPTS:
+        if a.name in ("a fake nm first on PATH", "the object cache poisoned"):
+            judge(a)
+
+
+def test_axpy_rejects_a_scratch_call_and_numpy():
+    for a in ATTEMPTS:
+        if a.exercise == "37.3" and "numpy" in a.name:
+            judge(a)
+
+
+def test_axpy_rejects_no_length_check():
+    judge(next(a for a in ATTEMPTS if a.name == "no length check"))

@@ -34,6 +34,10 @@ _NAMED = [
     ("mangled C++ names", ("_Z9a2s_scaled T 0 10\n_Z4stepRSt6vectorIdSaIdEE U         \n",)),
     ("a unique global", ("_ZZ4tickvE1n u 0 4\n_Z4tickv W 0 b\n_ZL4seedd 8 4\n",)),
     ("the GOT is needed", ("_GLOBAL_OFFSET_TABLE_ U         \nentry T 0 8\n",)),
+    (
+        "an archive: member headers, blank lines",
+        ("\nlibk.a[a.o]:\nentry T 0 1a\nhelper U         \n\nlibk.a[b.o]:\nhelper T 0 8\n",),
+    ),
 ]
 
 FIXED_SOURCE = """\
