@@ -7,12 +7,13 @@ from __future__ import annotations
 import ctypes
 import re
 import shutil
+import tempfile
 
 import numpy as np
 import pytest
 
 from a2s.checks import lab37
-from a2s.checks.core import CheckFailure, ReferenceCalledError
+from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from a2s.checks.lab37 import _truth, link
 from a2s.checks.lab37 import symbols as sym_grader
 from minitorch.native import linking, loader, osmem, symbols
@@ -143,12 +144,13 @@ def test_truth_agrees_with_ld_on_random_links():
         assert _truth.unresolved(texts, libs) == ld, label
 
 
-def test_truth_agrees_with_the_reference_on_compiled_objects():
+def test_truth_agrees_with_the_reference_on_compiled_objects(tmp_path):
     g = np.random.default_rng(5)
     sources = [sym_grader.FIXED_SOURCE, *(sym_grader.random_source(g, str(i)) for i in range(12))]
     for src in sources:
-        path = _truth.compiled(src)
+        path = _truth.compiled(src, tmp_path / str(len(src)))
         text = _truth.nm_text(path)
+        assert text == _truth.listing(src)
         offers, needs = _truth.offers_and_needs(text)
         ref = symbols.parse_nm(text)
         assert offers == sorted(s.name for s in ref if s.defined and s.is_global)
@@ -156,9 +158,10 @@ def test_truth_agrees_with_the_reference_on_compiled_objects():
         assert set(needs) | {s.name for s in ref if s.kind in "wv"} == symbols.undefined(path)
 
 
-def test_the_broken_link_is_the_references():
-    objs = [_truth.compiled(src) for src in link.BROKEN.values()]
+def test_the_broken_link_is_the_references(tmp_path):
+    objs = [_truth.compiled(src, tmp_path / f"o{i}") for i, src in enumerate(link.BROKEN.values())]
     assert _truth.ld_undefined(objs) == ["_Z9a2s_scaled"]
+    assert _truth.link_of(tuple(link.BROKEN.values()))[1] == ("_Z9a2s_scaled",)
     assert "_Z9a2s_scaled" in symbols.undefined(linking.broken("mangled").objects[0])
 
 
@@ -172,10 +175,16 @@ def test_pages_truth_matches_the_measurement():
             assert _truth.pages_touched(ranges) <= measured <= _truth.pages_touched(ranges) + 2
 
 
-def test_builds_go_to_the_cache_never_the_checkout(monkeypatch, tmp_path):
-    monkeypatch.setenv("A2S_NATIVE_CACHE", str(tmp_path))
-    path = _truth.compiled("int lab37_cache_probe() { return 1; }\n")
-    assert path.is_relative_to(tmp_path)
+def test_builds_go_to_temporary_directories_never_the_checkout(monkeypatch, tmp_path):
+    made = []
+    real = _truth.compiled
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(_truth, "compiled", lambda *a: made.append(real(*a)) or made[-1])
+    assert "lab37_cache_probe" in _truth.listing.__wrapped__(
+        "int lab37_cache_probe() { return 1; }"
+    )
+    assert made and all(p.is_relative_to(tmp_path) for p in made)
+    assert list(tmp_path.iterdir()) == []  # and removed after
 
 
 def test_doctor_reports_the_toolchain(monkeypatch):
@@ -260,6 +269,26 @@ def test_offers_rejects_the_reference():
         match="reference",
         error=ReferenceCalledError,
     )
+
+
+def test_offers_reads_an_archive_listing():
+    def unskipped(text):  # every line unpacked: a blank line or a member header breaks it
+        offers, needs = set(), set()
+        for line in text.splitlines():
+            name, kind = line.split()[:2]
+            if kind == "U":
+                needs.add(name)
+            elif kind.isupper() or kind == "u":
+                offers.add(name)
+        return offers, needs
+
+    rejects(lab37.check_offers_and_needs, unskipped, match="archive", error=StudentError)
+
+
+def test_every_check_says_so_without_g_plus_plus(monkeypatch):
+    monkeypatch.setitem(_truth._ENV, "PATH", "")
+    with pytest.raises(CheckFailure, match="lab 37 needs g\\+\\+"):
+        _truth.listing.__wrapped__("int lab37_no_gxx;")
 
 
 # --------------------------------------------------------------------------- 37.2
@@ -544,9 +573,28 @@ MUSTS = [
     ),
     ("37.4", "a range ending exactly on a page boundary", "test_pages_rejects_an_inclusive_end"),
     ("37.4", "16 KiB and 2 MiB pages", "test_pages_rejects_a_fixed_page_size"),
+    ("37.1", "Skip blank lines and lines ending in `:`", "test_offers_reads_an_archive_listing"),
+    ("37.1", "Without g++ the checks say so", "test_every_check_says_so_without_g_plus_plus"),
+    (
+        "37.1",
+        "the checks compile, list and link their own C++",
+        "test_a_fake_tool_or_a_planted_object_changes_nothing",
+    ),
+    ("37.3", "the work must be the call's", "test_axpy_rejects_a_scratch_call_and_numpy"),
+    ("37.3", "arrays of different lengths `ValueError`", "test_axpy_rejects_no_length_check"),
+    (
+        "37.3",
+        "nothing outside `y`'s elements changed",
+        "test_axpy_rejects_strides_in_bytes",
+    ),
+    (
+        "37.2",
+        "a mangled name is not its C twin",
+        "test_unresolved_rejects_matching_demangled_names",
+    ),
     (
         "37.1",
         "never into your checkout",
-        "test_builds_go_to_the_cache_never_the_checkout",
+        "test_builds_go_to_temporary_directories_never_the_checkout",
     ),
 ]

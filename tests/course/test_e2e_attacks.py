@@ -139,6 +139,14 @@ _FORWARDS = {
         "    trace = KernelTrace(tuple(heartbeats_ns), completion_ns)\n"
         "    return Watchdog(deadline_ns, poll_ns).first_alarm_ns(trace, horizon_ns)\n"
     ),
+    "37.1": (
+        "def offers_and_needs(nm_text):\n"
+        "    from minitorch.native.symbols import parse_nm\n\n"
+        "    rows = parse_nm(nm_text)\n"
+        "    return {s.name for s in rows if s.defined and s.is_global}, {\n"
+        "        s.name for s in rows if s.kind == 'U'\n"
+        "    }\n"
+    ),
 }
 
 

@@ -1,10 +1,11 @@
 """Lab 37's own ground truth: g++, nm and ld run by the grader, plain parsers and set loops.
 
 Nothing here calls ``minitorch.native``: the grader compiles its sources with the system g++
-itself (cached under ``$A2S_NATIVE_CACHE/lab37-grader``, else ``~/.cache/a2s/native/...``;
-never in the repository), reads ``nm -P`` with its own parser, links with GNU ld and reads
-ld's own ``undefined reference`` lines, builds its own axpy kernel with a call counter only
-the grader reads, counts pages with a set, and measures page faults in a child process.
+itself, each time in a fresh private temporary directory (never a file found on disk, never the
+repository; the results are kept per process, by source), reads ``nm -P`` with its own parser,
+links with GNU ld and reads ld's own ``undefined reference`` lines, builds its own axpy kernel
+with a call counter only the grader reads, counts pages with a set, and measures page faults in
+a child process.
 """
 
 from __future__ import annotations
@@ -33,9 +34,15 @@ LINKER_MADE = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # ld defines it for every PI
 FLAGS = ("-O0", "-fPIC", "-fno-stack-protector", "-fno-exceptions", "-std=c++17")
 
 
+# the tools' environment, bound at import: a PATH, COMPILER_PATH or LD_PRELOAD set later by the
+# learner's code (a fake nm or g++ first on PATH) changes nothing the grader runs
+_ENV = {"PATH": os.environ.get("PATH") or os.defpath, "LC_ALL": "C"}
+
+
 def tool(name: str) -> str:
-    """The path of ``name``, or a clear failure saying lab 37 needs it."""
-    path = shutil.which(name)
+    """The path of ``name`` (on the PATH of import time), or a clear failure saying lab 37
+    needs it."""
+    path = shutil.which(name, path=_ENV["PATH"])
     if path is None:
         raise CheckFailure(
             f"lab 37 needs {name} (apt-get install g++ binutils); this check compiles and links "
@@ -44,42 +51,38 @@ def tool(name: str) -> str:
     return path
 
 
-def _cache() -> Path:
-    root = os.environ.get("A2S_NATIVE_CACHE") or str(Path.home() / ".cache" / "a2s" / "native")
-    path = Path(root) / "lab37-grader"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def _run(cmd: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**_ENV, "TMPDIR": str(cwd)}
+    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
 
 
-def _run(cmd: Sequence[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=120, cwd=cwd)
-
-
-def compiled(source: str, kind: str = "object", flags: Sequence[str] = FLAGS) -> Path:
-    """``source`` (C++) compiled to an object (``-c``) or a shared object, cached by content."""
-    key = hashlib.sha256(f"{kind}\0{' '.join(flags)}\0{source}".encode()).hexdigest()[:20]
-    out = _cache() / (f"{key}.o" if kind == "object" else f"lib{key}.so")
-    if out.exists():
-        return out
-    gxx = tool("g++")
-    with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
-        src = Path(tmp) / "src.cpp"
-        src.write_text(source, encoding="utf-8")
-        part = Path(tmp) / out.name
-        mode = ["-c"] if kind == "object" else ["-shared"]
-        done = _run([gxx, *flags, *mode, str(src), "-o", str(part)])
-        if done.returncode:
-            raise CheckFailure(f"the grader's own build failed: {done.stderr.strip()[-800:]}")
-        os.replace(part, out)  # atomic: a concurrent grader sees a whole file or none
+def compiled(source: str, where: Path, flags: Sequence[str] = FLAGS) -> Path:
+    """``source`` (C++) compiled to an object (``-c``) in ``where``, a directory the caller
+    has just made (never a file found on disk: a cache the learner's code can write to could
+    hand the grader any object)."""
+    key = hashlib.sha256(f"{' '.join(flags)}\0{source}".encode()).hexdigest()[:20]
+    where.mkdir(exist_ok=True)
+    src, out = where / f"{key}.cpp", where / f"{key}.o"
+    src.write_text(source, encoding="utf-8")
+    done = _run([tool("g++"), *flags, "-c", str(src), "-o", str(out)], cwd=where)
+    if done.returncode:
+        raise CheckFailure(f"the grader's own build failed: {done.stderr.strip()[-800:]}")
     return out
 
 
 def nm_text(path: Path) -> str:
     """``nm -P`` of an object, as the learner would get it."""
-    done = _run([tool("nm"), "-P", str(path)])
+    done = _run([tool("nm"), "-P", str(path)], cwd=path.parent)
     if done.returncode:
         raise CheckFailure(f"nm failed on the grader's own object: {done.stderr.strip()}")
     return done.stdout
+
+
+@functools.lru_cache(maxsize=512)  # per process, by source: results, never files, are kept
+def listing(source: str) -> str:
+    """``nm -P`` of ``source`` compiled now in a fresh private directory."""
+    with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
+        return nm_text(compiled(source, Path(tmp)))
 
 
 _LD_UNDEFINED = re.compile(r"undefined reference to [`'‘](.+?)['’]")
@@ -87,18 +90,22 @@ _LD_UNDEFINED = re.compile(r"undefined reference to [`'‘](.+?)['’]")
 
 def ld_undefined(objects: Sequence[Path]) -> list[str]:
     """The names GNU ld reports undefined linking ``objects`` into one .so (sorted)."""
-    return list(_ld_undefined(tuple(str(p) for p in objects)))
-
-
-@functools.lru_cache(maxsize=256)  # per process: the objects' names are hashes of their sources
-def _ld_undefined(objects: tuple[str, ...]) -> tuple[str, ...]:
     with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
         cmd = [tool("g++"), "-shared", "-Wl,--no-undefined", "-Wl,--no-demangle"]
-        done = _run([*cmd, *objects, "-o", str(Path(tmp) / "linked.so")])
-    found = tuple(sorted(set(_LD_UNDEFINED.findall(done.stderr))))
+        done = _run([*cmd, *map(str, objects), "-o", str(Path(tmp) / "linked.so")], Path(tmp))
+    found = sorted(set(_LD_UNDEFINED.findall(done.stderr)))
     if done.returncode and not found:
         raise CheckFailure(f"the grader's own link failed: {done.stderr.strip()[-800:]}")
     return found
+
+
+@functools.lru_cache(maxsize=256)
+def link_of(sources: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(``nm -P`` of each source, the names ld leaves undefined linking them all), every
+    object compiled now in one fresh private directory."""
+    with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
+        objs = [compiled(src, Path(tmp, str(i))) for i, src in enumerate(sources)]
+        return tuple(nm_text(o) for o in objs), tuple(ld_undefined(objs))
 
 
 # --------------------------------------------------------------------------- 37.1 / 37.2
@@ -164,14 +171,30 @@ def names(got: Any, label: str, what: str) -> list[str]:
 
 # --------------------------------------------------------------------------- 37.3
 AXPY = """\
-static long done_elements = 0;  // only lab37_done() reads it: the grader's count of the work
+// only the grader reads these (through lab37_done, lab37_last): the count of the work, and
+// the arguments of the last call that did any (its arrays are y and x, not a scratch buffer)
+static long done_elements = 0;
+static long last_n = 0, last_incx = 0, last_incy = 0;
+static const float* last_x = 0;
+static float* last_y = 0;
+static float last_alpha = 0;
 
 extern "C" void lab37_axpy(long n, float alpha, const float* x, long incx, float* y, long incy) {
     for (long i = 0; i < n; ++i) y[i * incy] += alpha * x[i * incx];
     done_elements += n;
+    if (n > 0) {
+        last_n = n, last_incx = incx, last_incy = incy, last_x = x, last_y = y;
+        last_alpha = alpha;
+    }
 }
 
 extern "C" long lab37_done(void) { return done_elements; }
+
+extern "C" void lab37_last(long* out, float* alpha) {
+    out[0] = last_n, out[1] = (long)last_x, out[2] = last_incx;
+    out[3] = (long)last_y, out[4] = last_incy;
+    *alpha = last_alpha;
+}
 """
 AXPY_FLAGS = ("-O2", "-fPIC", "-ffp-contract=off", "-std=c++17")
 
@@ -186,7 +209,7 @@ def axpy_library() -> Path:
     atexit.register(shutil.rmtree, tmp, True)
     src, lib = tmp / "axpy.cpp", tmp / "liblab37_axpy.so"
     src.write_text(AXPY, encoding="utf-8")
-    done = _run([gxx, *AXPY_FLAGS, "-shared", str(src), "-o", str(lib)])
+    done = _run([gxx, *AXPY_FLAGS, "-shared", str(src), "-o", str(lib)], cwd=tmp)
     if done.returncode:
         raise CheckFailure(f"the grader's own build failed: {done.stderr.strip()[-800:]}")
     return lib
@@ -253,7 +276,7 @@ def measured_read_faults(ranges: Sequence[tuple[int, int]], size: int) -> int | 
         path = Path(tmp) / "checkpoint.bin"
         path.write_bytes(os.urandom(size))
         args = [f"{o}:{n}" for o, n in ranges]
-        done = _run([sys.executable, "-c", _CHILD, str(path), str(size), *args])
+        done = _run([sys.executable, "-c", _CHILD, str(path), str(size), *args], cwd=Path(tmp))
     if done.returncode:
         return None
     return int(done.stdout.split()[-1])

@@ -1,15 +1,17 @@
 """Grader of exercise 37.3: a ctypes call of a compiled kernel, argtypes and strides right.
 
-The grader builds its own ``lab37_axpy`` (``_truth.AXPY``: ``y[i*incy] += alpha * x[i*incx]``
-in C floats, with a count of the elements it processed that only ``lab37_done`` reads) with
-g++ once per process, in a private temporary directory, loads it and hands the learner's
-``axpy(lib, alpha, x, y)`` views into larger float32
-buffers: contiguous, strided, reversed, a matrix column. Judged per case: every element of
-``y`` equals numpy's float32 ``y + float32(alpha) * x`` bit for bit; nothing else of either
-buffer changed (a stride in bytes, not elements, writes outside ``y``); the kernel processed
-exactly ``n`` elements (the work is the C call's, not numpy's); a float64 array raises
-``TypeError`` and arrays of different lengths ``ValueError`` before C sees a pointer. The
-cases run first in a forked child, so a call that crashes is reported, not fatal.
+The grader builds its own ``lab37_axpy`` (``_truth.AXPY``: ``y[i*incy] += alpha * x[i*incx]`` in
+C floats, with a count of the elements it processed that only ``lab37_done`` reads) with g++
+once per process, in a private temporary directory, loads it and hands the learner's ``axpy(lib,
+alpha, x, y)`` views into larger float32 buffers: contiguous, strided, reversed, a matrix
+column. Judged per case: every element of ``y`` equals numpy's float32 ``y + float32(alpha) *
+x`` bit for bit; nothing else of either buffer changed (a stride in bytes, not elements, writes
+outside ``y``); the kernel processed exactly ``n`` elements, and its last call (which only the
+grader reads, with ``lab37_last``) paired ``x``'s element addresses with ``y``'s, with
+``alpha``, so ``y``'s bytes are the C call's (not a call on a scratch buffer, or with alpha 0,
+then numpy writing ``y``); a float64 array raises ``TypeError`` and arrays of different lengths
+``ValueError`` before C sees a pointer. The cases run first in a forked child, so a call that
+crashes is reported, not fatal.
 """
 
 from __future__ import annotations
@@ -56,7 +58,27 @@ def _buffers(g: Any, n: int, incx: int, incy: int) -> tuple[np.ndarray, np.ndarr
     return tuple(g.standard_normal(s).astype(np.float32) for s in sizes)  # type: ignore[return-value]
 
 
-def _one(student: Callable[..., Any], lib: Any, done: Any, case: tuple) -> None:
+def _pairs(n: int, x: int, incx: int, y: int, incy: int) -> set[tuple[int, int]]:
+    """The (x address, y address) of every element a call pairs (4-byte floats)."""
+    i = np.arange(n, dtype=np.int64) * 4
+    return set(zip((x + i * incx).tolist(), (y + i * incy).tolist(), strict=True))
+
+
+def _on_x_and_y(label: str, last: Any, alpha: float, x: np.ndarray, y: np.ndarray) -> None:
+    """The kernel's last call paired x's elements with y's, with alpha: the bytes of y are the
+    C call's (not a call on scratch buffers, or with alpha 0, and numpy writing y)."""
+    n, px, incx, py, incy, got_alpha = last()
+    sx, sy = x.strides[0] // 4, y.strides[0] // 4
+    want = _pairs(x.size, x.ctypes.data, sx, y.ctypes.data, sy)
+    if n != x.size or got_alpha != np.float32(alpha) or _pairs(n, px, incx, py, incy) != want:
+        raise CheckFailure(
+            f"[{label}] lab37_axpy did not compute this y: its call was on other memory or "
+            "another alpha (a scratch buffer, a copy, alpha 0) and y was written some other "
+            "way. The work must be the call's: pass x's and y's own addresses and alpha."
+        )
+
+
+def _one(student: Callable[..., Any], lib: Any, done: Any, case: tuple, last: Any) -> None:
     label, n, incx, incy, alpha, g = case
     xbuf, ybuf = _buffers(g, n, incx, incy)
     x0, y0 = xbuf.copy(), ybuf.copy()
@@ -99,6 +121,8 @@ def _one(student: Callable[..., Any], lib: Any, done: Any, case: tuple) -> None:
         work == n,
         f"[{label}] lab37_axpy processed {work} elements for n = {n}: call it once, with n.",
     )
+    if n:
+        _on_x_and_y(label, last, alpha, x, y)
 
 
 def _errors(student: Callable[..., Any], lib: Any, done: Any) -> None:
@@ -126,7 +150,7 @@ def _errors(student: Callable[..., Any], lib: Any, done: Any) -> None:
         assert_true(done() == before, f"[{label}] the kernel ran before the error was raised.")
 
 
-def _crash_probe(student: Callable[..., Any], lib: Any, done: Any, cases: list) -> None:
+def _crash_probe(student: Callable[..., Any], lib: Any, done: Any, cases: list, last: Any) -> None:
     """Run every case in a forked child first: a crashing call fails the check, not Python."""
     if not hasattr(os, "fork"):
         return
@@ -138,7 +162,7 @@ def _crash_probe(student: Callable[..., Any], lib: Any, done: Any, cases: list) 
         try:
             for case in cases:
                 try:
-                    _one(student, lib, done, case)
+                    _one(student, lib, done, case, last)
                 except BaseException:
                     break
         finally:
@@ -161,6 +185,20 @@ def _crash_probe(student: Callable[..., Any], lib: Any, done: Any, cases: list) 
         )
 
 
+def _last(own: Any) -> Callable[[], tuple[int, int, int, int, int, float]]:
+    """The grader's reader of the kernel's last call: (n, x, incx, y, incy, alpha)."""
+    fn = own.lab37_last
+    fn.argtypes = [ctypes.POINTER(ctypes.c_long), ctypes.POINTER(ctypes.c_float)]
+    fn.restype = None
+
+    def read() -> tuple[int, int, int, int, int, float]:
+        out, alpha = (ctypes.c_long * 5)(), ctypes.c_float()
+        fn(out, ctypes.byref(alpha))
+        return (*out, alpha.value)  # type: ignore[return-value]
+
+    return read
+
+
 @grader("37.3", blocks=NATIVE, hand="parts")
 def check_axpy(student: Callable[..., Any]) -> str:
     """Exercise 37.3: axpy(lib, alpha, x, y) calls lab37_axpy through ctypes, y in place."""
@@ -170,6 +208,7 @@ def check_axpy(student: Callable[..., Any]) -> str:
     own.lab37_done.restype = ctypes.c_long
     own.lab37_done.argtypes = []
     done = own.lab37_done
+    last = _last(own)
     g0, new = rng(3703), fresh_rng("37.3")
     cases = [(label, n, ix, iy, a, g0) for label, n, ix, iy, a in _CASES]
     for i in range(3):
@@ -182,9 +221,9 @@ def check_axpy(student: Callable[..., Any]) -> str:
             (fresh(f"fresh {i}: n={n}, incx={ix}, incy={iy}"), n, ix, iy, float(new.normal()), new)
         )
     start = done()
-    _crash_probe(student, lib, done, cases)
+    _crash_probe(student, lib, done, cases, last)
     for case in cases:
-        _one(student, lib, done, case)
+        _one(student, lib, done, case, last)
     _errors(student, lib, done)
     work = done() - start
     return f"{len(cases)} calls exact bit for bit, 4 bad arrays refused; C did {work} elements"

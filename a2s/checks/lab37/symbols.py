@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from a2s.checks.cases import Case, Mistake
-from a2s.checks.core import grader
+from a2s.checks.core import grader, plain
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab37._truth import NATIVE, compiled, names, nm_text, offers_and_needs
+from a2s.checks.lab37._truth import NATIVE, listing, names, offers_and_needs
 from a2s.checks.table import Table
 
 __all__ = ["FIXED_SOURCE", "check_offers_and_needs", "random_source"]
@@ -34,6 +34,10 @@ _NAMED = [
     ("mangled C++ names", ("_Z9a2s_scaled T 0 10\n_Z4stepRSt6vectorIdSaIdEE U         \n",)),
     ("a unique global", ("_ZZ4tickvE1n u 0 4\n_Z4tickv W 0 b\n_ZL4seedd 8 4\n",)),
     ("the GOT is needed", ("_GLOBAL_OFFSET_TABLE_ U         \nentry T 0 8\n",)),
+    (
+        "an archive: member headers, blank lines",
+        ("\nlibk.a[a.o]:\nentry T 0 1a\nhelper U         \n\nlibk.a[b.o]:\nhelper T 0 8\n",),
+    ),
 ]
 
 FIXED_SOURCE = """\
@@ -93,9 +97,9 @@ def random_source(g: Any, tag: str) -> str:
 
 def _draw(g: Any, i: int) -> tuple[str, tuple[str]]:
     if i == 0:
-        return ("g++ -c of the lab's fixed file", (nm_text(compiled(FIXED_SOURCE)),))
+        return ("g++ -c of the lab's fixed file", (listing(FIXED_SOURCE),))
     src = random_source(g, str(i))
-    return (f"a fresh C++ file {i} (nm -P of g++ -c)", (nm_text(compiled(src)),))
+    return (f"a fresh C++ file {i} (nm -P of g++ -c)", (listing(src),))
 
 
 def _read(got: Any, label: str) -> tuple[list[str], list[str]]:
@@ -168,7 +172,11 @@ OFFERS = Table(
 def check_offers_and_needs(student: Callable[..., Any]) -> str:
     """Exercise 37.1: offers_and_needs(nm_text) -> (offered names, needed names)."""
     n = OFFERS.grade(student)
-    offers, needs = offers_and_needs(nm_text(compiled(FIXED_SOURCE)))
+    # once more, outside the table: the expected value is made after the call, in no frame
+    got = _read(plain(student(listing(FIXED_SOURCE)), what="offers_and_needs"), "again")
+    offers, needs = offers_and_needs(listing(FIXED_SOURCE))
+    if got != (offers, needs):
+        raise CheckFailure("offers_and_needs(the fixed file's listing) differs on a second call.")
     return (
         f"{n} listings exact (3 compiled here); the fixed file offers {len(offers)} names, "
         f"needs {len(needs)}"
