@@ -488,6 +488,144 @@ ATTEMPTS += [
 FRAMES.append(cheat("33.3", "walks sys._current_frames", run(C3, current_frames(heads_bug("no o")))))
 
 
+# --------------------------------------------------------------------------- 33.4
+def distill_rows(zs, zt, targets, t, alpha):
+    """Row by row with math, lists throughout."""
+    rows = [i for i, y in enumerate(targets.tolist()) if y != -1]
+    grad = [[0.0] * zs.shape[1] for _ in range(zs.shape[0])]
+
+    def soft(z, temp):
+        m = max(z) / temp
+        e = [math.exp(v / temp - m) for v in z]
+        return [v / sum(e) for v in e]
+
+    total = 0.0
+    for i in rows:
+        s_t, t_t, s_1 = soft(zs[i].tolist(), t), soft(zt[i].tolist(), t), soft(zs[i].tolist(), 1.0)
+        kl = sum(p * math.log(p / q) for p, q in zip(t_t, s_t, strict=True))
+        total += alpha * t * t * kl - (1 - alpha) * math.log(s_1[int(targets[i])])
+        for j in range(zs.shape[1]):
+            hard = s_1[j] - (j == int(targets[i]))
+            grad[i][j] = (alpha * t * (s_t[j] - t_t[j]) + (1 - alpha) * hard) / len(rows)
+    return total / len(rows), grad
+
+
+class Distiller:
+    """Log-sum-exp in a class; the loss as cross entropies minus the teacher's entropy."""
+
+    def log_softmax(self, z):
+        return z - np.logaddexp.reduce(z, axis=-1, keepdims=True)
+
+    def __call__(self, zs, zt, targets, t, alpha):
+        keep = targets != -1
+        r = int(keep.sum())
+        ls, lt, l1 = self.log_softmax(zs / t), self.log_softmax(zt / t), self.log_softmax(zs)
+        onehot = np.eye(zs.shape[1])[np.where(keep, targets, 0)]
+        soft = (np.exp(lt) * (lt - ls)).sum(-1)
+        hard = -(onehot * l1).sum(-1)
+        loss = float(((alpha * t * t * soft + (1 - alpha) * hard) * keep).sum() / r)
+        grad = alpha * t * (np.exp(ls) - np.exp(lt)) + (1 - alpha) * (np.exp(l1) - onehot)
+        return loss, grad * keep[:, None] / r
+
+
+def distill_bug(bug):
+    def answer(zs, zt, targets, t, alpha):
+        keep = targets != -1
+        r = len(targets) if bug == "over N" else int(keep.sum())
+        ps, pt, p1 = ref._softmax(zs / t), ref._softmax(zt / t), ref._softmax(zs)
+        if bug == "kl reversed":
+            soft = (ps * (np.log(ps) - np.log(pt))).sum(-1)
+        else:
+            soft = (pt * (np.log(pt) - np.log(ps))).sum(-1)
+        y = np.where(keep, targets, 0)
+        hard = -np.log(p1[np.arange(len(y)), y])
+        loss = float(((alpha * t * t * soft + (1 - alpha) * hard) * keep).sum() / r)
+        chain = t * t if bug == "no 1/T" else t
+        grad = alpha * chain * (ps - pt) + (1 - alpha) * (p1 - np.eye(zs.shape[1])[y])
+        return loss, grad * keep[:, None] / r
+
+    return answer
+
+
+def distill_hard_at_t(zs, zt, targets, t, alpha):
+    """The hard term at temperature T as well."""
+    keep = targets != -1
+    r = int(keep.sum())
+    ps, pt = ref._softmax(zs / t), ref._softmax(zt / t)
+    y = np.where(keep, targets, 0)
+    soft = (pt * (np.log(pt) - np.log(ps))).sum(-1)
+    hard = -np.log(ps[np.arange(len(y)), y])
+    loss = float(((alpha * t * t * soft + (1 - alpha) * hard) * keep).sum() / r)
+    grad = alpha * t * (ps - pt) + (1 - alpha) * (ps - np.eye(zs.shape[1])[y]) / t
+    return loss, grad * keep[:, None] / r
+
+
+def distill_via_reference(zs, zt, targets, t, alpha):
+    from minitorch.autograd import Tensor as T
+    from minitorch.model.distill import distill_loss
+
+    z = T(zs.copy(), requires_grad=True)
+    loss = distill_loss(z, zt, targets, t, alpha)
+    loss.backward()
+    return loss.item(), z.grad
+
+
+def distill_cross_entropy(zs, zt, targets, t, alpha):
+    """The hard term with minitorch.autograd.cross_entropy (blocked: the reference's CE)."""
+    from minitorch.autograd import Tensor as T
+    from minitorch.autograd import cross_entropy
+
+    keep = np.flatnonzero(targets != -1)
+    cross_entropy(T(zs[keep]), targets[keep])
+    return ref.distill_loss(zs, zt, targets, t, alpha)
+
+
+def distill_via_truth(zs, zt, targets, t, alpha):
+    from a2s.checks.lab33._truth import distill_loop
+
+    return distill_loop(zs, zt, targets, t, alpha, -1)
+
+
+def distill_torch(zs, zt, targets, t, alpha):
+    import torch
+    import torch.nn.functional as F
+
+    keep = torch.from_numpy(targets != -1)
+    z = torch.tensor(zs, requires_grad=True)
+    soft = F.kl_div(F.log_softmax(z / t, -1), F.softmax(torch.from_numpy(zt) / t, -1), reduction="none").sum(-1)
+    hard = F.cross_entropy(z, torch.from_numpy(np.where(targets == -1, 0, targets)), reduction="none")
+    loss = ((alpha * t * t * soft + (1 - alpha) * hard) * keep).sum() / keep.sum()
+    loss.backward()
+    return float(loss), z.grad.numpy()
+
+
+def distill_always_equal(*args):
+    loss, grad = ref.distill_loss(*args)
+    return always_equal(loss + 1.0), always_equal(grad + 1.0)
+
+
+ATTEMPTS += [
+    honest("33.4", "row by row with math, lists", run(C4, distill_rows)),
+    honest("33.4", "log-sum-exp in a class", run(C4, Distiller())),
+    honest("33.4", "minitorch autograd under functools.wraps", run(C4, wrapped(ref.distill_loss_autograd))),
+    wrong("33.4", "no T^2", run(C4, lambda *a: ref.distill_loss(*a, bug="no T2")), "Multiply the soft term by T\\^2"),
+    wrong("33.4", "the hard term at T", run(C4, distill_hard_at_t), "ordinary cross entropy"),
+    wrong("33.4", "the teacher at T = 1", run(C4, lambda *a: ref.distill_loss(*a, bug="teacher raw")), "Soften the teacher"),
+    wrong("33.4", "ignored rows scored", run(C4, lambda *a: ref.distill_loss(*a, bug="all rows")), "IGNORE"),
+    wrong("33.4", "the mean over every row", run(C4, distill_bug("over N")), "R scored rows"),
+    wrong("33.4", "the soft gradient without 1/T", run(C4, distill_bug("no 1/T")), "chain rule"),
+    wrong("33.4", "KL reversed", run(C4, distill_bug("kl reversed")), "KL\\(p_t"),
+    cheat("33.4", "distill.distill_loss", run(C4, distill_via_reference), "reference", REF),
+    cheat("33.4", "autograd's cross_entropy", run(C4, distill_cross_entropy), "reference", REF),
+    cheat("33.4", "the grader's truth", run(C4, distill_via_truth), "reference|grader", REF),
+    cheat("33.4", "torch", run(C4, distill_torch), "torch", ForbiddenCallError),
+    cheat("33.4", "the public cases replayed", run(C4, lookup(distill.DISTILL, distill_bug("over N")))),
+    cheat("33.4", "floats and arrays whose == says yes", run(C4, distill_always_equal), "plain|subclass|wrong"),
+    cheat("33.4", "reads the caller's frames", run(C4, own_frame(distill_bug("no 1/T"))), "wrong"),
+]
+FRAMES.append(cheat("33.4", "walks sys._current_frames", run(C4, current_frames(distill_bug("no 1/T")))))
+
+
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)
 def test_attempt(attempt):
     judge(attempt)
