@@ -143,7 +143,9 @@ class Compressor:
         for row in w.tolist():
             idx = [p for k in range(0, len(row), 4) for p in self.keep(row[k : k + 4])]
             values.append([row[4 * (s // 2) + p] for s, p in enumerate(idx)])
-            meta.append([sum(idx[4 * b + j] << 2 * j for j in range(4)) for b in range(len(row) // 8)])
+            meta.append(
+                [sum(idx[4 * b + j] << 2 * j for j in range(4)) for b in range(len(row) // 8)]
+            )
         return np.array(values, dtype=w.dtype), np.array(meta, dtype=np.uint8)
 
 
@@ -226,16 +228,30 @@ ATTEMPTS = [
     honest("33.1", "a class over lists of groups", run(C1, Compressor())),
     honest("33.1", "row by row, recursively, under functools.wraps", run(C1, compress_recursive)),
     wrong("33.1", "the smallest two", run(C1, compress_smallest), match="SMALLEST"),
-    wrong("33.1", "ties to the higher index", run(C1, lambda w: ref.compress_24(w, "ties high")), match="LOWER index"),
-    wrong("33.1", "signed values ranked", run(C1, lambda w: ref.compress_24(w, "signed")), match="magnitude \\|w\\|"),
+    wrong(
+        "33.1",
+        "ties to the higher index",
+        run(C1, lambda w: ref.compress_24(w, "ties high")),
+        match="LOWER index",
+    ),
+    wrong(
+        "33.1",
+        "signed values ranked",
+        run(C1, lambda w: ref.compress_24(w, "signed")),
+        match="magnitude \\|w\\|",
+    ),
     wrong("33.1", "packing reversed", run(C1, compress_reversed_bits), match="reversed"),
     wrong("33.1", "values in magnitude order", run(C1, compress_magnitude_order), "position order"),
     wrong("33.1", "an int64 meta", run(C1, compress_int64_meta), match="uint8"),
     cheat("33.1", "sparse24.compress_24", run(C1, compress_via_reference), "reference", REF),
     cheat("33.1", "the grader's truth", run(C1, compress_via_truth), "reference|grader", REF),
     cheat("33.1", "torch's topk", run(C1, compress_torch), "torch", ForbiddenCallError),
-    cheat("33.1", "the public cases replayed", run(C1, lookup(compress.COMPRESS, compress_smallest))),
-    cheat("33.1", "arrays whose == says yes", run(C1, compress_always_equal), match="plain|subclass"),
+    cheat(
+        "33.1", "the public cases replayed", run(C1, lookup(compress.COMPRESS, compress_smallest))
+    ),
+    cheat(
+        "33.1", "arrays whose == says yes", run(C1, compress_always_equal), match="plain|subclass"
+    ),
     cheat("33.1", "the truth rewritten in the child", run(C1, compress_patches_truth)),
     cheat("33.1", "reads the caller's frames", run(C1, own_frame(compress_smallest)), "SMALLEST"),
 ]
@@ -263,7 +279,10 @@ class SlotKernel:
     def __call__(self, hbm, mul, n, out, cols):
         x = hbm.load("x")
         for r0 in range(0, out, 16):
-            v, m = hbm.load("values", r0, min(r0 + 16, out)), hbm.load("meta", r0, min(r0 + 16, out))
+            v, m = (
+                hbm.load("values", r0, min(r0 + 16, out)),
+                hbm.load("meta", r0, min(r0 + 16, out)),
+            )
             idx, y = _idx(m), np.zeros((n, len(v)))
             for s in range(cols // 2):
                 y += mul(x[:, 4 * (s // 2) + idx[:, s]], v[:, s])
@@ -362,19 +381,49 @@ ATTEMPTS += [
     honest("33.2", "blocks of 8, operands swapped, an einsum", run(C2, spmm_swapped)),
     honest("33.2", "one mul per slot, in a class", run(C2, SlotKernel())),
     honest("33.2", "the solution under functools.wraps", run(C2, wrapped(ref.sparse24_matmul))),
-    wrong("33.2", "the dense product", run(C2, lambda *a: ref.sparse24_matmul(*a, bug="dense")), "dense count"),
-    wrong("33.2", "indices unpacked reversed", run(C2, lambda *a: ref.sparse24_matmul(*a, bug="reversed bits")), "unpack the 2-bit"),
-    wrong("33.2", "x loaded per block", run(C2, lambda *a: ref.sparse24_matmul(*a, bug="x per block")), "once"),
-    wrong("33.2", "32-row blocks", run(C2, lambda *a: ref.sparse24_matmul(*a, bug="big block")), "16 weight rows"),
+    wrong(
+        "33.2",
+        "the dense product",
+        run(C2, lambda *a: ref.sparse24_matmul(*a, bug="dense")),
+        "dense count",
+    ),
+    wrong(
+        "33.2",
+        "indices unpacked reversed",
+        run(C2, lambda *a: ref.sparse24_matmul(*a, bug="reversed bits")),
+        "unpack the 2-bit",
+    ),
+    wrong(
+        "33.2",
+        "x loaded per block",
+        run(C2, lambda *a: ref.sparse24_matmul(*a, bug="x per block")),
+        "once",
+    ),
+    wrong(
+        "33.2",
+        "32-row blocks",
+        run(C2, lambda *a: ref.sparse24_matmul(*a, bug="big block")),
+        "16 weight rows",
+    ),
     wrong("33.2", "the short last block never loaded", run(C2, spmm_bug("no tail")), "only"),
-    wrong("33.2", "the group offset forgotten", run(C2, spmm_bug("no offset")), "column 4 \\(s // 2\\) \\+ index"),
+    wrong(
+        "33.2",
+        "the group offset forgotten",
+        run(C2, spmm_bug("no offset")),
+        "column 4 \\(s // 2\\) \\+ index",
+    ),
     wrong("33.2", "y stored transposed", run(C2, spmm_bug("transposed")), "block is \\(n, k\\)"),
     cheat("33.2", "sparse24's decompress", run(C2, spmm_reference), "reference", REF),
     cheat("33.2", "the grader's truth", run(C2, spmm_truth), "reference|grader", REF),
     cheat("33.2", "torch", run(C2, spmm_torch), "torch", ForbiddenCallError),
     cheat("33.2", "y with numpy, no mul", run(C2, ref.local_product), "goes through mul"),
     cheat("33.2", "y with numpy, made-up products", run(C2, spmm_made_up), "other products"),
-    cheat("33.2", "numpy products through mul(p, 1)", run(C2, spmm_products_times_one), "other products"),
+    cheat(
+        "33.2",
+        "numpy products through mul(p, 1)",
+        run(C2, spmm_products_times_one),
+        "other products",
+    ),
     cheat("33.2", "the budget doubled in the child", run(C2, spmm_patches_budget), "dense count"),
     cheat("33.2", "the dense w read through gc", run(C2, spmm_gc_dense), "goes through mul"),
 ]
@@ -399,7 +448,12 @@ class Layer:
 def heads_dataclass(c, h, kv, removed, t, s):
     layer, nq = Layer(c, h, kv), len(set(removed))
     mats = nq + layer.groups_gone(removed)
-    return 4 * c * layer.d * mats, 2 * c * layer.d * mats * s, 2 * layer.d * layer.groups_gone(removed) * s, 2 * layer.d * t * (t + 1) * nq
+    return (
+        4 * c * layer.d * mats,
+        2 * c * layer.d * mats * s,
+        2 * layer.d * layer.groups_gone(removed) * s,
+        2 * layer.d * t * (t + 1) * nq,
+    )
 
 
 def heads_recursive(c, h, kv, removed, t, s):
@@ -414,7 +468,12 @@ def heads_recursive(c, h, kv, removed, t, s):
         gone = gone | {head}
         group = set(range(head // rep * rep, head // rep * rep + rep))
         kv_now = group <= gone and not group <= (gone - {head})
-        here = (4 * c * d * (1 + kv_now), 2 * c * d * s * (1 + kv_now), 2 * d * s * kv_now, 2 * d * t * (t + 1))
+        here = (
+            4 * c * d * (1 + kv_now),
+            2 * c * d * s * (1 + kv_now),
+            2 * d * s * kv_now,
+            2 * d * t * (t + 1),
+        )
         return tuple(a + b for a, b in zip(here, go(rest, gone), strict=True))
 
     return go(removed, frozenset())
@@ -426,17 +485,31 @@ def heads_numpy(c, h, kv, removed, t, s):
     mask[list(removed)] = True
     groups = np.int64(mask.reshape(kv, h // kv).all(axis=1).sum())
     nq = np.int64(mask.sum())
-    return 4 * c * d * (nq + groups), 2 * c * d * (nq + groups) * s, 2 * d * groups * s, 2 * d * t * (t + 1) * nq
+    return (
+        4 * c * d * (nq + groups),
+        2 * c * d * (nq + groups) * s,
+        2 * d * groups * s,
+        2 * d * t * (t + 1) * nq,
+    )
 
 
 def heads_bug(bug):
     def answer(c, h, kv, removed, t, s):
         d, rep, gone = c // h, h // kv, set(removed)
-        member = (lambda g: range(g, h, kv)) if bug == "interleaved" else (lambda g: range(g * rep, g * rep + rep))
+        member = (
+            (lambda g: range(g, h, kv))
+            if bug == "interleaved"
+            else (lambda g: range(g * rep, g * rep + rep))
+        )
         groups = sum(all(q in gone for q in member(g)) for g in range(kv))
         q_mats = len(gone) * (1 if bug == "no o" else 2)
         core = 2 * d * t * (t - 1) if bug == "t-1" else 2 * d * t * (t + 1)
-        return 2 * c * d * (q_mats + 2 * groups), c * d * (q_mats + 2 * groups) * s, 2 * d * groups * s, core * len(gone)
+        return (
+            2 * c * d * (q_mats + 2 * groups),
+            c * d * (q_mats + 2 * groups) * s,
+            2 * d * groups * s,
+            core * len(gone),
+        )
 
     return answer
 
@@ -471,21 +544,41 @@ ATTEMPTS += [
     honest("33.3", "a frozen dataclass of the layer", run(C3, heads_dataclass)),
     honest("33.3", "recursion over the removed heads", run(C3, heads_recursive)),
     honest("33.3", "numpy integers and a group mask", run(C3, heads_numpy)),
-    wrong("33.3", "a K/V head per query head", run(C3, lambda *a: ref.head_savings(*a, bug="kv per head")), "EVERY query head"),
-    wrong("33.3", "no K/V saving", run(C3, lambda *a: ref.head_savings(*a, bug="no kv")), "its K/V head goes too"),
-    wrong("33.3", "4 d T^2", run(C3, lambda *a: ref.head_savings(*a, bug="square")), "not 4 d T\\^2"),
+    wrong(
+        "33.3",
+        "a K/V head per query head",
+        run(C3, lambda *a: ref.head_savings(*a, bug="kv per head")),
+        "EVERY query head",
+    ),
+    wrong(
+        "33.3",
+        "no K/V saving",
+        run(C3, lambda *a: ref.head_savings(*a, bug="no kv")),
+        "its K/V head goes too",
+    ),
+    wrong(
+        "33.3", "4 d T^2", run(C3, lambda *a: ref.head_savings(*a, bug="square")), "not 4 d T\\^2"
+    ),
     wrong("33.3", "o_proj forgotten", run(C3, heads_bug("no o")), "d columns of o_proj"),
-    wrong("33.3", "interleaved groups (h % n_kv)", run(C3, heads_bug("interleaved")), "CONSECUTIVE"),
+    wrong(
+        "33.3", "interleaved groups (h % n_kv)", run(C3, heads_bug("interleaved")), "CONSECUTIVE"
+    ),
     wrong("33.3", "causal T (T - 1)", run(C3, heads_bug("t-1")), "T \\(T \\+ 1\\)"),
-    wrong("33.3", "float counts", run(C3, lambda *a: tuple(map(float, ref.head_savings(*a)))), "//"),
-    cheat("33.3", "pruning_structured.head_savings", run(C3, heads_via_reference), "reference", REF),
+    wrong(
+        "33.3", "float counts", run(C3, lambda *a: tuple(map(float, ref.head_savings(*a)))), "//"
+    ),
+    cheat(
+        "33.3", "pruning_structured.head_savings", run(C3, heads_via_reference), "reference", REF
+    ),
     cheat("33.3", "the grader's truth", run(C3, heads_via_truth), "reference|grader", REF),
     cheat("33.3", "torch", run(C3, heads_torch), "torch", ForbiddenCallError),
     cheat("33.3", "the public cases replayed", run(C3, lookup(heads.HEADS, heads_bug("no o")))),
     cheat("33.3", "ints whose == says yes", run(C3, heads_always_equal), match="plain|subclass"),
     cheat("33.3", "reads the caller's frames", run(C3, own_frame(heads_bug("no o"))), "o_proj"),
 ]
-FRAMES.append(cheat("33.3", "walks sys._current_frames", run(C3, current_frames(heads_bug("no o")))))
+FRAMES.append(
+    cheat("33.3", "walks sys._current_frames", run(C3, current_frames(heads_bug("no o"))))
+)
 
 
 # --------------------------------------------------------------------------- 33.4
@@ -592,8 +685,12 @@ def distill_torch(zs, zt, targets, t, alpha):
 
     keep = torch.from_numpy(targets != -1)
     z = torch.tensor(zs, requires_grad=True)
-    soft = F.kl_div(F.log_softmax(z / t, -1), F.softmax(torch.from_numpy(zt) / t, -1), reduction="none").sum(-1)
-    hard = F.cross_entropy(z, torch.from_numpy(np.where(targets == -1, 0, targets)), reduction="none")
+    soft = F.kl_div(
+        F.log_softmax(z / t, -1), F.softmax(torch.from_numpy(zt) / t, -1), reduction="none"
+    ).sum(-1)
+    hard = F.cross_entropy(
+        z, torch.from_numpy(np.where(targets == -1, 0, targets)), reduction="none"
+    )
     loss = ((alpha * t * t * soft + (1 - alpha) * hard) * keep).sum() / keep.sum()
     loss.backward()
     return float(loss), z.grad.numpy()
@@ -607,23 +704,188 @@ def distill_always_equal(*args):
 ATTEMPTS += [
     honest("33.4", "row by row with math, lists", run(C4, distill_rows)),
     honest("33.4", "log-sum-exp in a class", run(C4, Distiller())),
-    honest("33.4", "minitorch autograd under functools.wraps", run(C4, wrapped(ref.distill_loss_autograd))),
-    wrong("33.4", "no T^2", run(C4, lambda *a: ref.distill_loss(*a, bug="no T2")), "Multiply the soft term by T\\^2"),
+    honest(
+        "33.4",
+        "minitorch autograd under functools.wraps",
+        run(C4, wrapped(ref.distill_loss_autograd)),
+    ),
+    wrong(
+        "33.4",
+        "no T^2",
+        run(C4, lambda *a: ref.distill_loss(*a, bug="no T2")),
+        "Multiply the soft term by T\\^2",
+    ),
     wrong("33.4", "the hard term at T", run(C4, distill_hard_at_t), "ordinary cross entropy"),
-    wrong("33.4", "the teacher at T = 1", run(C4, lambda *a: ref.distill_loss(*a, bug="teacher raw")), "Soften the teacher"),
-    wrong("33.4", "ignored rows scored", run(C4, lambda *a: ref.distill_loss(*a, bug="all rows")), "IGNORE"),
+    wrong(
+        "33.4",
+        "the teacher at T = 1",
+        run(C4, lambda *a: ref.distill_loss(*a, bug="teacher raw")),
+        "Soften the teacher",
+    ),
+    wrong(
+        "33.4",
+        "ignored rows scored",
+        run(C4, lambda *a: ref.distill_loss(*a, bug="all rows")),
+        "IGNORE",
+    ),
     wrong("33.4", "the mean over every row", run(C4, distill_bug("over N")), "R scored rows"),
     wrong("33.4", "the soft gradient without 1/T", run(C4, distill_bug("no 1/T")), "chain rule"),
-    wrong("33.4", "KL reversed", run(C4, distill_bug("kl reversed")), "KL\\(p_t"),
+    wrong("33.4", "KL reversed", run(C4, distill_bug("kl reversed")), "runs from the teacher"),
     cheat("33.4", "distill.distill_loss", run(C4, distill_via_reference), "reference", REF),
     cheat("33.4", "autograd's cross_entropy", run(C4, distill_cross_entropy), "reference", REF),
     cheat("33.4", "the grader's truth", run(C4, distill_via_truth), "reference|grader", REF),
     cheat("33.4", "torch", run(C4, distill_torch), "torch", ForbiddenCallError),
-    cheat("33.4", "the public cases replayed", run(C4, lookup(distill.DISTILL, distill_bug("over N")))),
-    cheat("33.4", "floats and arrays whose == says yes", run(C4, distill_always_equal), "plain|subclass|wrong"),
+    cheat(
+        "33.4", "the public cases replayed", run(C4, lookup(distill.DISTILL, distill_bug("over N")))
+    ),
+    cheat(
+        "33.4",
+        "floats and arrays whose == says yes",
+        run(C4, distill_always_equal),
+        "plain|subclass|wrong",
+    ),
     cheat("33.4", "reads the caller's frames", run(C4, own_frame(distill_bug("no 1/T"))), "wrong"),
 ]
-FRAMES.append(cheat("33.4", "walks sys._current_frames", run(C4, current_frames(distill_bug("no 1/T")))))
+FRAMES.append(
+    cheat("33.4", "walks sys._current_frames", run(C4, current_frames(distill_bug("no 1/T"))))
+)
+
+
+# --------------------------------------------------------------------------- 33.5
+def fq_python_round(x, lo, hi, bits, g):
+    """Element by element with Python's round (also half to even), lists out."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    top = 2**bits - 1
+    s = (hi - lo) / top
+    z = round(-lo / s)
+    xs, gs = x.ravel().tolist(), g.ravel().tolist()
+    r = [round(v / s + z) for v in xs]
+    out = [(min(max(q, 0), top) - z) * s for q in r]
+    grad = [gv if 0 <= q <= top else 0.0 for q, gv in zip(r, gs, strict=True)]
+    return np.reshape(out, x.shape), np.reshape(grad, x.shape)
+
+
+class FakeQuantizer:
+    """np.rint and np.where, the grid in a class."""
+
+    def grid(self, lo, hi, bits):
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+        s = (hi - lo) / (2**bits - 1)
+        return s, float(np.rint(-lo / s)), 2**bits - 1
+
+    def __call__(self, x, lo, hi, bits, g):
+        s, z, top = self.grid(lo, hi, bits)
+        r = np.rint(x / s + z)
+        return s * (np.clip(r, 0, top) - z), np.where((r < 0) | (r > top), 0.0, g)
+
+
+def fq_bug(bug):
+    def answer(x, lo, hi, bits, g):
+        if bug != "narrow":
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
+        top = 2**bits - 1
+        s = (hi - lo) / (2**bits if bug == "2^b" else top)
+        z = -lo / s if bug == "float z" else np.round(-lo / s)
+        r = np.floor(x / s + z) if bug == "floor" else np.round(x / s + z)
+        if bug == "signed":
+            r, z = np.round(x / s), 0.0
+            lo_q, hi_q = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+            return (np.clip(r, lo_q, hi_q) - z) * s, g * ((r >= lo_q) & (r <= hi_q))
+        return (np.clip(r, 0, top) - z) * s, g * ((r >= 0) & (r <= top))
+
+    return answer
+
+
+def fq_via_reference(x, lo, hi, bits, g):
+    from minitorch.autograd import Tensor as T
+    from minitorch.model.qat import fake_quant_range
+
+    t = T(x.copy(), requires_grad=True)
+    out = fake_quant_range(t, lo, hi, bits)
+    (out * T(g)).sum().backward()
+    return out.data, t.grad
+
+
+def fq_via_lab11(x, lo, hi, bits, g):
+    from minitorch.model.quant import qrange
+
+    qlo, qhi = qrange(bits, False)
+    return ref.fake_quant(x, lo, hi, bits, g)
+
+
+def fq_torch(x, lo, hi, bits, g):
+    import torch
+
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    s = (hi - lo) / (2**bits - 1)
+    t = torch.tensor(x, requires_grad=True)
+    out = torch.fake_quantize_per_tensor_affine(t, s, round(-lo / s), 0, 2**bits - 1)
+    out.backward(torch.tensor(g))
+    return out.detach().numpy(), t.grad.numpy()
+
+
+def fq_via_truth(x, lo, hi, bits, g):
+    from a2s.checks.lab33._truth import fake_quant_loop
+
+    return fake_quant_loop(x, lo, hi, bits, g)
+
+
+def fq_always_equal(*args):
+    xh, gr = ref.fake_quant(*args)
+    return always_equal(xh + 1.0), always_equal(gr + 1.0)
+
+
+def fq_mutates_g(x, lo, hi, bits, g):
+    """Zeroes the upstream gradient it was handed, then answers with it."""
+    g[...] = 0.0
+    return ref.fake_quant(x, lo, hi, bits, g)
+
+
+ATTEMPTS += [
+    honest("33.5", "Python's round, lists", run(C5, fq_python_round)),
+    honest("33.5", "np.rint and np.where in a class", run(C5, FakeQuantizer())),
+    honest("33.5", "the loop under functools.wraps", run(C5, wrapped(ref.fake_quant_loop))),
+    wrong(
+        "33.5",
+        "the mask from the raw x",
+        run(C5, lambda *a: ref.fake_quant(*a, bug="raw mask")),
+        "ROUNDED value",
+    ),
+    wrong(
+        "33.5",
+        "a zero gradient",
+        run(C5, lambda *a: (ref.fake_quant(*a)[0], np.zeros_like(a[0]))),
+        "straight-through",
+    ),
+    wrong(
+        "33.5",
+        "no clip in the gradient",
+        run(C5, lambda *a: ref.fake_quant(*a, bug="no clip")),
+        "Block the gradient",
+    ),
+    wrong("33.5", "the range not widened", run(C5, fq_bug("narrow")), "hold 0"),
+    wrong("33.5", "2^b levels", run(C5, fq_bug("2^b")), "2\\^b - 1 steps"),
+    wrong("33.5", "the zero point not rounded", run(C5, fq_bug("float z")), "zero point"),
+    wrong("33.5", "floor instead of round", run(C5, fq_bug("floor")), "not down"),
+    wrong("33.5", "the signed grid", run(C5, fq_bug("signed")), "unsigned"),
+    cheat("33.5", "qat.fake_quant_range", run(C5, fq_via_reference), "reference", REF),
+    cheat("33.5", "lab 11's qrange", run(C5, fq_via_lab11), "reference", REF),
+    cheat("33.5", "the grader's truth", run(C5, fq_via_truth), "reference|grader", REF),
+    cheat("33.5", "torch", run(C5, fq_torch), "torch", ForbiddenCallError),
+    cheat(
+        "33.5",
+        "the public cases replayed",
+        run(C5, lookup(fakequant.FAKE_QUANT, fq_bug("float z"))),
+    ),
+    cheat(
+        "33.5", "arrays whose == says yes", run(C5, fq_always_equal), match="plain|subclass|wrong"
+    ),
+    cheat("33.5", "the upstream g zeroed in place", run(C5, fq_mutates_g), match="grad is wrong"),
+    cheat("33.5", "reads the caller's frames", run(C5, own_frame(fq_bug("float z"))), "zero point"),
+]
+FRAMES.append(
+    cheat("33.5", "walks sys._current_frames", run(C5, current_frames(fq_bug("float z"))))
+)
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)
