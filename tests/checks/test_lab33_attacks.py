@@ -325,7 +325,7 @@ def spmm_made_up(hbm, mul, n, out, cols):
 
 def spmm_products_times_one(hbm, mul, n, out, cols):
     """The true products computed with numpy, then pushed through mul(p, 1)."""
-    for r0, y, prod in spmm_numpy(hbm, hbm.load("x"), n, out, cols)[0]:
+    for r0, _, prod in spmm_numpy(hbm, hbm.load("x"), n, out, cols)[0]:
         hbm.store(r0, mul(prod, 1.0).sum(-1))
 
 
@@ -533,7 +533,7 @@ def heads_torch(c, h, kv, removed, t, s):
     import torch
 
     n = int(torch.tensor(list(set(removed))).numel())
-    return ref.head_savings(c, h, kv, removed, t, s)[:3] + (2 * (c // h) * t * (t + 1) * n,)
+    return (*ref.head_savings(c, h, kv, removed, t, s)[:3], 2 * (c // h) * t * (t + 1) * n)
 
 
 def heads_always_equal(*args):
@@ -809,7 +809,7 @@ def fq_via_reference(x, lo, hi, bits, g):
 def fq_via_lab11(x, lo, hi, bits, g):
     from minitorch.model.quant import qrange
 
-    qlo, qhi = qrange(bits, False)
+    qrange(bits, False)
     return ref.fake_quant(x, lo, hi, bits, g)
 
 

@@ -67,7 +67,7 @@ def _no_chain(zs: np.ndarray, zt: np.ndarray, y: np.ndarray, t: float, a: float)
 
 def _kl_reversed(zs: np.ndarray, zt: np.ndarray, y: np.ndarray, t: float, a: float) -> Any:
     """KL(p_s || p_t) in the loss (the gradient written from the formula)."""
-    (l1, g1), (l0, _) = _truth(zs, zt, y, t, a), _truth(zs, zt, y, t, 0.0)
+    (_, g1), (l0, _) = _truth(zs, zt, y, t, a), _truth(zs, zt, y, t, 0.0)
     rows = [i for i in range(len(y)) if int(y[i]) != IGNORE]
     ps, pt = _softmax(zs[rows] / t), _softmax(zt[rows] / t)
     kl = float((ps * (np.log(ps) - np.log(pt))).sum()) / len(rows)
