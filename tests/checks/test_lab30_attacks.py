@@ -20,7 +20,10 @@ learner's ``run_commands`` in a forked child whose ``gpus[d]`` are requests to t
   seconds, leakage at T_0, V from the lab's formula; the reference ``optimal_point``, the
   reference's closed forms, the grader's truth, torch, a lookup of the public cases (fallback:
   the knee), a float whose ``==`` says yes, rebinding the grader's ``TABLE`` and ``CHIP``
-  mid-check.
+  mid-check. Then (the lab 33 reviewer): a recursion with E expanded term by term, a sorted
+  list of (E, f); the activity factor left out, the leakage left out, f in MHz in power and
+  time, the voltage returned; the grader's ``CHIP`` imported, the handed table cut in place,
+  the table's truth rebound mid-check.
 * 30.3: a pointer over sorted beats, ``bisect``, an event walk over the gaps, a class;
   a deadline on completion, ``>=``, the last beat of the whole trace, the hang tested before
   the completion, the horizon's poll left out; the reference ``Watchdog``, the grader's
