@@ -230,7 +230,7 @@ def test_energy_clock_holds_the_closed_forms():
 
     model = power.PowerModel()
     table = [power.OperatingPoint(f, v) for f, v in lab30.TABLE]
-    decode, prefill, hot, mixed = (args for _, args, *_ in energy._NAMED)
+    decode, prefill, *_, hot, mixed = (args for _, args, *_ in energy._NAMED)
     assert [row[-1] for row in energy._NAMED[:2]] == [600.0, 1200.0]
     assert _truth.least_energy_clock(*decode) == power.optimal_clock_memory_bound(table)
     assert _truth.least_energy_clock(*prefill) == power.optimal_clock_compute_bound(model, 0.8, 60)

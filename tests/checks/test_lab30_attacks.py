@@ -20,7 +20,10 @@ learner's ``run_commands`` in a forked child whose ``gpus[d]`` are requests to t
   seconds, leakage at T_0, V from the lab's formula; the reference ``optimal_point``, the
   reference's closed forms, the grader's truth, torch, a lookup of the public cases (fallback:
   the knee), a float whose ``==`` says yes, rebinding the grader's ``TABLE`` and ``CHIP``
-  mid-check.
+  mid-check. Then (the lab 33 reviewer): a recursion with E expanded term by term, a sorted
+  list of (E, f); the activity factor left out, the leakage left out, f in MHz in power and
+  time, the voltage returned; the grader's ``CHIP`` imported, the handed table cut in place,
+  the table's truth rebound mid-check.
 * 30.3: a pointer over sorted beats, ``bisect``, an event walk over the gaps, a class;
   a deadline on completion, ``>=``, the last beat of the whole trace, the hang tested before
   the completion, the horizon's poll left out; the reference ``Watchdog``, the grader's
@@ -1088,6 +1091,97 @@ ENERGY = [
         rebinds_table_attempt,
         match="energy_clock returned 1200 MHz",
     ),
+]
+
+
+# 30.5, tried by the lab 33 reviewer: more honest forms, mistakes, cheats
+def ec_recursive(cycles, mem_ns, activity, temp_c, table, chip):
+    """The best of the rest, recursively, E expanded term by term."""
+    leak = chip["p_leak0_w"] * math.exp(chip["beta_per_k"] * (temp_c - chip["t_leak0_c"]))
+    t_m = mem_ns * 1e-9
+
+    def joules(f, v):
+        hz, dyn = f * 1e6, activity * chip["c_eff_f"] * v * v
+        return dyn * cycles + dyn * hz * t_m + leak * cycles / hz + leak * t_m
+
+    def best(points):
+        if len(points) == 1:
+            return points[0]
+        rest = best(points[1:])
+        return points[0] if joules(*points[0]) <= joules(*rest) else rest
+
+    return best([tuple(p) for p in table])[0]
+
+
+def ec_sorted(cycles, mem_ns, activity, temp_c, table, chip):
+    """Every point's energy in a list of (E, f), sorted: the first one's clock."""
+    c, e = chip, []
+    for f, v in table:
+        watts = activity * c["c_eff_f"] * v**2 * f * 1e6 + c["p_leak0_w"] * math.exp(
+            c["beta_per_k"] * (temp_c - c["t_leak0_c"])
+        )
+        e.append((watts * (cycles / (f * 1e6) + mem_ns / 1e9), f))
+    return sorted(e)[0][1]
+
+
+def ec_variant(bug):
+    def fn(cycles, mem_ns, activity, temp_c, table, chip):
+        c = dict(chip, p_leak0_w=0.0) if bug == "no leak" else chip
+        a = 1.0 if bug == "no activity" else activity
+        leak = c["p_leak0_w"] * math.exp(c["beta_per_k"] * (temp_c - c["t_leak0_c"]))
+        hz = 1.0 if bug == "mhz" else 1e6
+
+        def joules(f, v):
+            return (a * c["c_eff_f"] * v * v * f * hz + leak) * (cycles / (f * hz) + mem_ns * 1e-9)
+
+        best = min(table, key=lambda p: joules(*p))
+        return best[1] if bug == "volts" else best[0]
+
+    return fn
+
+
+def ec_lab_chip(cycles, mem_ns, activity, temp_c, table, chip):
+    """The grader's CHIP imported (not called) instead of the chip handed over."""
+    from a2s.checks.lab30._truth import CHIP
+
+    return ec_ref(cycles, mem_ns, activity, temp_c, table, CHIP)
+
+
+def ec_shrinks_args(cycles, mem_ns, activity, temp_c, table, chip):
+    """Cuts the table it was handed to one point and zeroes the chip: its copy only."""
+    table[:] = [(1200.0, 0.70)]
+    chip.update(c_eff_f=0.0, p_leak0_w=0.0)
+    return 1200.0
+
+
+def rebinds_truth_attempt():
+    """Rebinds the table's truth to the knee in the grader's own process, mid-check."""
+    saved = energy.ENERGY.truth
+
+    calls = itertools.count()
+
+    def fn(*args):
+        if next(calls) == 0:  # the first case answered right, the rest with the rebound truth
+            object.__setattr__(energy.ENERGY, "truth", lambda *a: 1200.0)
+            return ec_ref(*args)
+        return 1200.0
+
+    try:
+        lab30.check_energy_clock(fn)
+    finally:
+        object.__setattr__(energy.ENERGY, "truth", saved)
+
+
+ENERGY += [
+    honest("30.5", "recursion, E expanded term by term", ec(ec_recursive)),
+    honest("30.5", "a sorted list of (E, f)", ec(ec_sorted)),
+    wrong("30.5", "the activity factor left out", ec(ec_variant("no activity")), "activity factor"),
+    wrong("30.5", "the leakage left out", ec(ec_variant("no leak")), "paid for the whole time"),
+    wrong("30.5", "f in MHz in power and time", ec(ec_variant("mhz")), "f is in Hz"),
+    wrong("30.5", "the voltage returned", ec(ec_variant("volts")), "not a clock of the table"),
+    cheat("30.5", "the grader's CHIP imported", ec(ec_lab_chip), match="chip dict"),
+    cheat("30.5", "the handed table cut in place", ec(ec_shrinks_args), match="returned 1200 MHz"),
+    cheat("30.5", "the truth rebound mid-check", rebinds_truth_attempt, match="returned 1200 MHz"),
 ]
 PENDING.append(cheat("30.5", "the expected value from the runner's frame", ec(_from_frame)))
 

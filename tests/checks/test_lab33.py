@@ -280,6 +280,23 @@ def test_sparse_matmul_rejects_a_padded_multiply_count():
     rejects(lab33.check_sparse24_matmul, padded, match="each product summed into y once")
 
 
+def test_sparse_matmul_rejects_made_up_products():
+    """y with numpy, then mul fed zeros and y's total: the count and the sum both match."""
+
+    def made_up(hbm, mul, n, out, cols):
+        x, total = hbm.load("x"), 0.0
+        for r0 in range(0, out, 16):
+            v, m = hbm.load("values", r0, r0 + 16), hbm.load("meta", r0, r0 + 16)
+            idx = np.stack([(m >> (2 * j)) & 3 for j in range(4)], -1).reshape(len(v), -1)
+            y = (x[:, 4 * (np.arange(cols // 2) // 2) + idx] * v[None]).sum(-1)
+            hbm.store(r0, y)
+            total += float(y.astype(np.float64).sum())
+        mul(np.zeros(n * out * cols // 2 - 1), 0.0)
+        mul(np.array([total]), 1.0)
+
+    rejects(lab33.check_sparse24_matmul, made_up, match="other products than the kernel's")
+
+
 def test_sparse_matmul_requires_every_column_stored_once():
     def twice(hbm, mul, n, out, cols):
         sparse24_matmul(hbm, mul, n, out, cols)
@@ -328,6 +345,22 @@ def test_head_savings_passes(capsys):
 )
 def test_head_savings_rejects_wrong_counts(bug, match):
     rejects(lab33.check_head_savings, lambda *a: head_savings(*a, bug=bug), match=match)
+
+
+def test_head_savings_groups_consecutive_heads():
+    def interleaved(d_model, n_head, n_kv_head, removed, seq_len, itemsize):
+        d, gone = d_model // n_head, set(removed)
+        groups = sum(all(h in gone for h in range(g, n_head, n_kv_head)) for g in range(n_kv_head))
+        mats = len(gone) + groups
+        core = 2 * d * seq_len * (seq_len + 1) * len(gone)
+        return (
+            4 * d_model * d * mats,
+            2 * d_model * d * mats * itemsize,
+            2 * d * groups * itemsize,
+            core,
+        )
+
+    rejects(lab33.check_head_savings, interleaved, match="CONSECUTIVE query heads")
 
 
 def test_head_savings_wants_integers():
@@ -564,4 +597,52 @@ MUSTS = [
         "test_fake_quant_widens_the_range_to_hold_zero",
     ),
     ("33.5", "Exercise code may not call torch", "test_torch_is_a_forbidden_call"),
+    ("33.1", "in `w`'s dtype", "test_compress_rejects_wrong_formats"),
+    ("33.1", "the 2 kept values of each group of 4, in position order", "test_attempt"),
+    ("33.1", "(the first in the low bits)", "test_attempt"),
+    (
+        "33.2",
+        "Every multiply of your kernel must go through `mul`",
+        "test_sparse_matmul_rejects_made_up_products",
+    ),
+    (
+        "33.2",
+        r"do exactly $n \cdot \text{out} \cdot \text{cols} / 2$ multiplies",
+        "test_sparse_matmul_rejects_budget_breakers",
+    ),
+    (
+        "33.3",
+        r"head $h$ belongs to K/V group $h \cdot n_\text{kv} /",
+        "test_head_savings_groups_consecutive_heads",
+    ),
+    ("33.3", "query $t$ attends to $t$ keys", "test_head_savings_rejects_wrong_counts"),
+    ("33.4", "the hard term at $T = 1$", "test_attempt"),
+    ("33.4", "(a float, the mean over the scored rows)", "test_attempt"),
+    ("33.5", "Use `np.round` (half to even", "test_attempt"),
+    ("33.5", "the unsigned $b$-bit affine grid", "test_attempt"),
+    (
+        "33.1",
+        "nor the `minitorch` reference of the function",
+        "test_compress_rejects_the_reference",
+    ),
+    (
+        "33.2",
+        "nor the `minitorch` reference of the function",
+        "test_sparse_matmul_rejects_the_reference",
+    ),
+    (
+        "33.3",
+        "nor the `minitorch` reference of the function",
+        "test_head_savings_rejects_the_reference",
+    ),
+    (
+        "33.4",
+        "nor the `minitorch` reference of the function",
+        "test_distill_loss_rejects_the_reference",
+    ),
+    (
+        "33.5",
+        "nor the `minitorch` reference of the function",
+        "test_fake_quant_rejects_the_reference",
+    ),
 ]

@@ -50,6 +50,13 @@ _NAMED = [
         F_KNEE,
     ),
     _case(
+        "a short mixed phase (1e6 cycles and 1 ms of memory time, a = 0.3) at T_0 = 60 °C",
+        1e6,
+        1e6,
+        0.3,
+        60.0,
+    ),
+    _case(
         "a light compute phase (5e7 cycles, a = 0.3) on a hot die (95 °C): leakage pays for "
         "racing past the knee",
         5e7,
@@ -93,12 +100,14 @@ def _draw_fresh(gen: Any, i: int) -> tuple:
     """A phase on a DVFS table and a chip of their own (lab 30.2's fresh parts). The first two
     are mixed or compute-bound phases redrawn until their optimum differs from the one the
     lab's printed table and constants give (a memory-bound phase lands on f_min whatever the
-    part), so an answer that reads those instead of its arguments fails on every run."""
+    part), and where those two differ from each other, so an answer that reads those instead
+    of its arguments fails on every run with the hint of what it read."""
     for _ in range(200):
         table, chip = fresh_part(gen)
         n, m, a, t, kind = _phase(gen, None if i >= 2 else 2 - i % 2)
         args = (n, m, a, t, table, chip)
-        if i >= 2 or least_energy_clock(*args) not in {_lab_volts(*args), _lab_chip(*args)}:
+        lab = {_lab_volts(*args), _lab_chip(*args)}  # two answers: each its own hint
+        if i >= 2 or (least_energy_clock(*args) not in lab and len(lab) == 2):
             break
     label = f"fresh phase {i} ({kind}) on a part of its own, {len(table)} points, {t:.0f} °C"
     return (label, args)
@@ -150,6 +159,18 @@ _MISTAKES = (  # the first two differ from the truth on fresh parts only: they c
     Mistake(
         " Leakage grows with the die's temperature: evaluate it at temp_c, not at T_0.",
         answer=_argmin(lambda n, m, a, f, v, t, c: phase_energy(n, m, a, f, v, c["t_leak0_c"], c)),
+    ),
+    Mistake(
+        " The dynamic power is a·C·V²·f: the activity factor a (the share of the chip "
+        "switching) scales it.",
+        answer=_argmin(lambda n, m, a, f, v, t, c: phase_energy(n, m, 1.0, f, v, t, c)),
+    ),
+    Mistake(
+        " Leakage P_0·exp(β(T − T_0)) is paid for the whole time N_c/f + t_m: leave it out and "
+        "the lowest voltage always looks best.",
+        answer=_argmin(
+            lambda n, m, a, f, v, t, c: phase_energy(n, m, a, f, v, t, {**c, "p_leak0_w": 0.0})
+        ),
     ),
 )
 

@@ -52,6 +52,33 @@ def _all_rows(zs: np.ndarray, zt: np.ndarray, y: np.ndarray, t: float, a: float)
     return _truth(zs, zt, np.where(y == IGNORE, 0, y), t, a)
 
 
+def _over_n(zs: np.ndarray, zt: np.ndarray, y: np.ndarray, t: float, a: float) -> Any:
+    """The mean over all N rows, the ignored ones adding 0."""
+    loss, grad = _truth(zs, zt, y, t, a)
+    share = float(np.sum(y != IGNORE)) / len(y)
+    return loss * share, grad * share
+
+
+def _no_chain(zs: np.ndarray, zt: np.ndarray, y: np.ndarray, t: float, a: float) -> Any:
+    """The soft gradient alpha T^2 (p_s - p_t): the 1 / T of d(z / T) / dz forgotten."""
+    (l1, g1), (_, g0) = _truth(zs, zt, y, t, a), _truth(zs, zt, y, t, 0.0)
+    return l1, (1 - a) * g0 + (g1 - (1 - a) * g0) * t
+
+
+def _kl_reversed(zs: np.ndarray, zt: np.ndarray, y: np.ndarray, t: float, a: float) -> Any:
+    """KL(p_s || p_t) in the loss (the gradient written from the formula)."""
+    (_, g1), (l0, _) = _truth(zs, zt, y, t, a), _truth(zs, zt, y, t, 0.0)
+    rows = [i for i in range(len(y)) if int(y[i]) != IGNORE]
+    ps, pt = _softmax(zs[rows] / t), _softmax(zt[rows] / t)
+    kl = float((ps * (np.log(ps) - np.log(pt))).sum()) / len(rows)
+    return (1 - a) * l0 + a * t * t * kl, g1
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 _MISTAKES = (
     Mistake(
         "Multiply the soft term by T^2: its gradient is (p_s - p_t) / T, so without T^2 it "
@@ -71,6 +98,21 @@ _MISTAKES = (
         "Skip the positions whose target is IGNORE (-1): they are neither in the mean nor in "
         "the gradient (their rows are 0).",
         answer=_all_rows,
+    ),
+    Mistake(
+        "The mean is over the R scored rows, not over all N: divide the loss and the gradient "
+        "by the number of positions whose target is not IGNORE.",
+        answer=_over_n,
+    ),
+    Mistake(
+        "The chain rule through z / T: the soft term's gradient is alpha T (p_s - p_t) "
+        "(T^2 times the 1 / T of d(z / T) / dz), not alpha T^2 (p_s - p_t).",
+        answer=_no_chain,
+    ),
+    Mistake(
+        "The KL runs from the teacher: KL(p_t || p_s) = sum p_t (log p_t - log p_s), the "
+        "teacher's probabilities weighting the sum.",
+        answer=_kl_reversed,
     ),
 )
 

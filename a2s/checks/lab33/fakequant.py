@@ -68,6 +68,30 @@ def _not_widened(x: np.ndarray, lo: float, hi: float, bits: int, g: np.ndarray) 
     return (q - z) * s, np.where((r >= 0) & (r <= 2**bits - 1), g, 0.0)
 
 
+def _variant(how: str, x: np.ndarray, lo: float, hi: float, bits: int, g: np.ndarray) -> Any:
+    """The grid of [lo, hi] (widened) with one step done another way (``how``)."""
+    s, z, qmax = grid(lo, hi, bits)
+    qlo = 0
+    if how == "float z":  # the zero point -lo / s left unrounded
+        z = -min(lo, 0.0) / s
+    if how == "signed":  # the signed grid [-2^(b-1), 2^(b-1) - 1], no zero point
+        z, qlo, qmax = 0.0, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    r = np.floor(x / s + z) if how == "floor" else np.round(x / s + z)
+    return (np.clip(r, qlo, qmax) - z) * s, np.where((r >= qlo) & (r <= qmax), g, 0.0)
+
+
+def _float_zero(x: np.ndarray, lo: float, hi: float, bits: int, g: np.ndarray) -> Any:
+    return _variant("float z", x, lo, hi, bits, g)
+
+
+def _floor(x: np.ndarray, lo: float, hi: float, bits: int, g: np.ndarray) -> Any:
+    return _variant("floor", x, lo, hi, bits, g)
+
+
+def _signed_grid(x: np.ndarray, lo: float, hi: float, bits: int, g: np.ndarray) -> Any:
+    return _variant("signed", x, lo, hi, bits, g)
+
+
 _MISTAKES = (
     Mistake(
         "The clip mask is decided by the ROUNDED value round(x / s + z) in [0, 2^b - 1]: a "
@@ -91,6 +115,21 @@ _MISTAKES = (
     Mistake(
         "b bits give 2^b - 1 steps: s = (hi - lo) / (2^b - 1), not / 2^b.",
         answer=_two_pow,
+    ),
+    Mistake(
+        "Round the zero point: z = round(-lo / s) is an integer of the grid, so 0 is exactly "
+        "representable; -lo / s unrounded shifts every value.",
+        answer=_float_zero,
+    ),
+    Mistake(
+        "Round to the nearest level (np.round), not down: floor (or int()) moves values up to "
+        "a whole step and shifts the clip mask.",
+        answer=_floor,
+    ),
+    Mistake(
+        "The grid is the unsigned one, 0 .. 2^b - 1 with the zero point z, not the signed "
+        "-2^(b-1) .. 2^(b-1) - 1 of a symmetric quantizer.",
+        answer=_signed_grid,
     ),
 )
 

@@ -41,6 +41,11 @@ def _with(c: int, h: int, kv: int, removed: list[int], t: int, s: int, **change:
         return (4 * c * d * nq, 2 * c * d * nq * s, 0, core)
     if "square" in change:
         return (lin, wb, kvb, 4 * d * t * t * nq)
+    if "interleaved" in change:  # group g taken as the heads g, g + kv, g + 2 kv, ...
+        gone = set(removed)
+        groups = sum(all(q in gone for q in range(g, h, kv)) for g in range(kv))
+        mats = nq + groups
+        return (4 * c * d * mats, 2 * c * d * mats * s, 2 * d * groups * s, core)
     if "no_o" in change:
         return (lin - 2 * c * d * nq, wb - c * d * nq * s, kvb, core)
     return (lin, wb, kvb, core)
@@ -56,6 +61,11 @@ _MISTAKES = (
         "Once a whole group is gone its K/V head goes too: its rows of k_proj and v_proj "
         "(4 C d FLOPs, 2 C d s bytes) and 2 d s KV-cache bytes per token.",
         answer=lambda *a: _with(*a, no_kv=True),
+    ),
+    Mistake(
+        "A K/V group is CONSECUTIVE query heads: head h is in group h * n_kv_head // n_head "
+        "(rounded down), not h % n_kv_head; group g holds heads g rep .. g rep + rep - 1.",
+        answer=lambda *a: _with(*a, interleaved=True),
     ),
     Mistake(
         "Causal attention: query t attends to t keys, so a head's core is "
@@ -103,6 +113,7 @@ HEADS = Table(
     named=[
         _row(64, 4, 4, [1], 16, 4),
         _row(64, 4, 2, [0], 16, 4),
+        _row(64, 4, 2, [0, 2], 16, 4),
         _row(64, 4, 2, [0, 1], 16, 2),
         _row(128, 8, 2, [0, 1, 2, 3, 5], 100, 2),
         _row(32, 2, 1, [0, 1], 1, 4),

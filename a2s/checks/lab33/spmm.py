@@ -11,8 +11,9 @@ this process, so rewriting a counter in the child changes nothing here. Truth: a
 the kept weights (``_truth.sparse_product_loop``) and the closed-form budget
 (``_truth.sparse_budget``): x, the values and the index bytes read once, y written once,
 ``n out in / 2`` multiplies. The sum of every product ``mul`` returned must equal the sum of
-``y``: each product ends in ``y`` once, so a ``y`` computed without ``mul`` (the count padded
-with other products) is refused.
+``y`` (each product ends in ``y`` once), and the operands ``mul`` multiplied must be, as a
+multiset of pairs, every kept value times the activation its index names: a ``y`` computed
+without ``mul``, the count and the sum made up with other products, is refused.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from a2s.checks.harness import remote, run_apart
 from a2s.checks.lab33._truth import (
     compress_loop,
     decompress_loop,
+    positions_loop,
     sparse_budget,
     sparse_product_loop,
 )
@@ -39,6 +41,7 @@ __all__ = ["ROWS", "check_sparse24_matmul"]
 _S = "minitorch.model.sparse24"
 _IO = "minitorch.kernels.io_model"
 ROWS = 16  # rows of the compressed weight one load may bring into SRAM
+_KEEP = 1 << 20  # operands of at most this many multiplies are kept for the pairs check
 
 
 class _Memory:
@@ -51,6 +54,7 @@ class _Memory:
         self.written = np.zeros(values.shape[0], dtype=np.int64)
         self.writes, self.multiplies, self.problem = 0, 0, ""
         self.product_sum, self.product_abs = 0.0, 0.0  # of every product mul handed out
+        self.operands: list[tuple[np.ndarray, np.ndarray]] = []  # every (a, b) mul multiplied
 
     def _fail(self, text: str) -> None:
         self.problem = self.problem or text
@@ -97,6 +101,9 @@ class _Memory:
         except (TypeError, ValueError):
             self._fail("mul(a, b) multiplies two arrays of numbers (broadcast).")
         self.multiplies += int(prod.size)
+        if self.multiplies <= _KEEP:  # past that the count fails anyway
+            a2, b2 = np.broadcast_arrays(np.asarray(a, self.y.dtype), np.asarray(b, self.y.dtype))
+            self.operands.append((a2.ravel().copy(), b2.ravel().copy()))
         self.product_sum += float(prod.sum(dtype=np.float64))
         self.product_abs += float(np.abs(prod).sum(dtype=np.float64))
         return prod
@@ -157,6 +164,35 @@ def _budget_problem(mem: _Memory, want: dict[str, int]) -> str:
     return ""
 
 
+def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The (smaller, larger) operand pairs of products, sorted: a multiset to compare."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    order = np.lexsort((hi, lo))
+    return np.stack([lo[order], hi[order]])
+
+
+def _operands_problem(mem: _Memory, x: np.ndarray, values: np.ndarray, meta: np.ndarray) -> str:
+    """Every product mul computed must be one kept weight times the activation it names."""
+    pos = positions_loop(meta)
+    slots = np.arange(values.shape[1])
+    col = 4 * (slots // 2)[None, :] + pos  # (out, in/2): the column each kept value multiplies
+    want = _pairs(
+        np.broadcast_to(x[:, col], (x.shape[0], *col.shape)).ravel(),
+        np.broadcast_to(values[None], (x.shape[0], *col.shape)).ravel(),
+    )
+    a = np.concatenate([p[0] for p in mem.operands]) if mem.operands else np.zeros(0)
+    b = np.concatenate([p[1] for p in mem.operands]) if mem.operands else np.zeros(0)
+    got = _pairs(a.astype(x.dtype), b.astype(x.dtype))
+    if got.shape == want.shape and np.array_equal(got, want):
+        return ""
+    return (
+        "mul was asked for other products than the kernel's: each kept value values[o, s] "
+        "times the activation x[:, 4 (s // 2) + index] its index names, for every row of x, "
+        "once each (a y computed outside mul, with made-up products to match the count and "
+        "the sum, is refused)."
+    )
+
+
 def _drive(student: Callable[..., Any], hbm: Any, mul: Any, shape: tuple[int, ...]) -> None:
     student(hbm, mul, *shape)
 
@@ -192,6 +228,9 @@ def check_sparse24_matmul(sparse24_matmul: Callable[..., Any]) -> str:
             hint="The kept value at slot s of a row sits in column 4 (s // 2) + index: "
             "unpack the 2-bit indices of meta as you packed them in 33.1.",
         )
+        problem = _operands_problem(mem, x, values, meta)
+        if problem:
+            raise CheckFailure(f"[{label}] {problem}")
     b = sparse_budget(16, 4096, 4096, 2)
     dense = 16 * 4096 * 4096
     weight = b["values"] + b["meta"]
