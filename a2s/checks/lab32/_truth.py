@@ -1,0 +1,131 @@
+"""Lab 32's own ground truth: plain loops and closed forms, never ``minitorch.elastic``.
+
+* checkpoints: a folder described by a spec (the manifest's entries, each with what happened
+  to its file, and stray files the manifest does not list) is written by :func:`write_folder`
+  in the reference's layout (``manifest.json`` with ``step``, ``file``, ``sha256``, ``bytes``);
+  the answer is read from the spec itself (:func:`newest_intact`): the highest step whose
+  file was left intact;
+* the interval: Daly's higher-order optimum written out (:func:`daly`), and Young's;
+* detection: a poll loop per rank over its heartbeats (:func:`declared`);
+* stragglers: medians by sorting (:func:`slow_ranks`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+KINDS = ("ok", "truncated", "flipped", "missing", "resized")
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def payload(step: int) -> bytes:
+    """The bytes of step ``step``'s checkpoint: deterministic, distinct per step."""
+    seed = hashlib.sha256(f"lab32 step {step}".encode()).digest()
+    return (seed * (3 + step % 5))[: 40 + 7 * (step % 11)]
+
+
+def file_name(step: int) -> str:
+    return f"ckpt-{int(step):08d}.bin"
+
+
+def write_folder(folder: str, entries: Sequence[tuple[int, str]], strays: Sequence[str]) -> None:
+    """Write the checkpoints of ``entries`` (``(step, kind)`` in manifest order) and their
+    manifest, then damage each file as its kind says; ``strays`` are files no entry lists."""
+    rows = []
+    for step, kind in entries:
+        data = payload(step)
+        rows.append(
+            {
+                "step": int(step),
+                "file": file_name(step),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+            }
+        )
+        if kind == "missing":
+            continue
+        if kind == "truncated":
+            data = data[: len(data) // 2]
+        elif kind == "flipped":  # one bit, same size
+            data = data[:5] + bytes([data[5] ^ 0x10]) + data[6:]
+        elif kind == "resized":  # one byte more: a stale file of another save
+            data = data + b"\0"
+        with open(os.path.join(folder, file_name(step)), "wb") as f:
+            f.write(data)
+    for name in strays:
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(payload(999))
+    if entries or not strays:
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump({"checkpoints": rows}, f)
+
+
+def newest_intact(entries: Sequence[tuple[int, str]], strays: Sequence[str]) -> tuple[Any, Any]:
+    """``(step, bytes)`` of the highest step whose file is intact, else ``(None, None)``."""
+    best = None
+    for step, kind in entries:
+        if kind == "ok" and (best is None or step > best):
+            best = step
+    return (None, None) if best is None else (best, payload(best))
+
+
+# ----------------------------------------------------------------------------- interval
+def young(cost: float, mtbf: float) -> float:
+    return math.sqrt(2.0 * cost * mtbf)
+
+
+def daly(cost: float, mtbf: float) -> float:
+    """Daly (2006), eq. (37): sqrt(2δM)·[1 + (1/3)·sqrt(δ/2M) + (1/9)·(δ/2M)] − δ for δ < 2M,
+    else M."""
+    if cost >= 2.0 * mtbf:
+        return float(mtbf)
+    r = cost / (2.0 * mtbf)
+    return young(cost, mtbf) * (1.0 + math.sqrt(r) / 3.0 + r / 9.0) - cost
+
+
+# ----------------------------------------------------------------------------- detection
+def declared(
+    beats: Sequence[Sequence[float]], deadline: float, poll: float, horizon: float
+) -> dict[int, float]:
+    """For each rank, the first poll ``t = k·poll <= horizon`` at which its last heartbeat at
+    or before ``t`` (0 when none) is more than ``deadline`` old; ranks never declared are
+    left out."""
+    out: dict[int, float] = {}
+    for rank, times in enumerate(beats):
+        k = 1
+        while k * poll <= horizon:
+            t = k * poll
+            last = 0.0
+            for b in times:
+                if b <= t and b > last:
+                    last = b
+            if t - last > deadline:
+                out[rank] = t
+                break
+            k += 1
+    return out
+
+
+# ----------------------------------------------------------------------------- stragglers
+def median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def slow_ranks(compute: Sequence[Sequence[float]], factor: float) -> list[int]:
+    """Ranks whose median compute time (``compute[step][rank]``) exceeds ``factor`` times the
+    median of the other ranks' medians."""
+    ranks = len(compute[0])
+    med = [median([row[r] for row in compute]) for r in range(ranks)]
+    out = []
+    for r in range(ranks):
+        others = [m for i, m in enumerate(med) if i != r]
+        if med[r] > factor * median(others):
+            out.append(r)
+    return out
