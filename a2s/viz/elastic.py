@@ -44,7 +44,7 @@ def plot_recovery(
     left.set_xlabel("step")
     left.set_ylabel("training loss")
     left.set_title("a failure and its recovery")
-    left.legend(loc="upper right", fontsize=8)
+    left.legend(loc="upper right", fontsize=9)
     right.plot(taus_h, wall_h, color=_COLORS[2], lw=1.8, marker="o", ms=3, label="simulated")
     for (name, x), color in zip(marks_h.items(), ("0.2", _COLORS[3], _COLORS[0]), strict=False):
         right.axvline(x, color=color, ls=":", lw=1.6, label=f"{name}: {x:.2f} h")
