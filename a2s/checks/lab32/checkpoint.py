@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from a2s.checks.cases import Mistake
@@ -107,7 +107,7 @@ _MISTAKES = (
 )
 
 
-def _case(label: str, entries: list, strays: tuple = ()) -> tuple:
+def _case(label: str, entries: list, strays: Sequence[str] = ()) -> tuple:
     return (label, (entries, list(strays)))
 
 

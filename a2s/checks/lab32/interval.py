@@ -18,6 +18,7 @@ from a2s.checks.cases import Mistake
 from a2s.checks.core import CheckFailure, grader
 from a2s.checks.lab32._truth import daly, young
 from a2s.checks.table import Table
+from a2s.checks.values import plain
 
 __all__ = ["INTERVAL", "check_checkpoint_interval"]
 
@@ -92,5 +93,5 @@ INTERVAL = Table(
 def check_checkpoint_interval(checkpoint_interval: Callable[[float, float], object]) -> str:
     """Exercise 32.2: Daly's optimum interval in every regime."""
     n = INTERVAL.grade(checkpoint_interval)
-    got = float(checkpoint_interval(5 * _MIN, 24 * _H))
+    got = _read(plain(checkpoint_interval(5 * _MIN, 24 * _H)), "δ = 5 min, M = 24 h")
     return f"{n} cases match Daly's closed form; δ = 5 min, M = 24 h: τ = {got / _MIN:.1f} min"
