@@ -88,12 +88,33 @@ def find_stragglers(compute, factor, bug=""):
     return out
 
 
+def save_checkpoint(disk, step, data, bug=""):
+    def put(name, payload, in_place=False):
+        tmp = name if in_place else f".{name}.tmp"
+        disk.write(tmp, payload)
+        if bug != "no fsync":
+            disk.fsync(tmp)
+        if not in_place:
+            disk.replace(tmp, name)
+
+    name = f"ckpt-{step:08d}.bin"
+    put(name, data)
+    if bug == "no commit":
+        return
+    old = disk.read("manifest.json")
+    entries = json.loads(old.decode())["checkpoints"] if old else []
+    sha = hashlib.sha256(data).hexdigest() if bug != "reference" else checkpoint.sha256(data)
+    entries.append({"step": step, "file": name, "sha256": sha, "bytes": len(data)})
+    put("manifest.json", json.dumps({"checkpoints": entries}).encode(), bug == "manifest in place")
+
+
 def test_right_answers_pass(capsys):
     lab32.check_load_latest(load_latest)
     lab32.check_checkpoint_interval(checkpoint_interval)
     lab32.check_failed_ranks(failed_ranks)
     lab32.check_find_stragglers(find_stragglers)
-    assert capsys.readouterr().out.count("passed") == 4
+    lab32.check_save_checkpoint(save_checkpoint)
+    assert capsys.readouterr().out.count("passed") == 5
 
 
 def test_the_truth_agrees_with_the_spec_it_wrote():
@@ -259,7 +280,44 @@ def test_find_stragglers_rejects_the_reference():
     )
 
 
+# --------------------------------------------------------------------------- 32.5
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("manifest in place", "right after call 4, write.'manifest.json'.*temporary name"),
+        ("no fsync", "fsync each one"),
+        ("no commit", "commit it in the manifest"),
+    ],
+)
+def test_save_checkpoint_rejects_wrong_answers(bug, match):
+    rejects(lab32.check_save_checkpoint, lambda *a: save_checkpoint(*a, bug=bug), match=match)
+
+
+def test_save_checkpoint_rejects_the_reference():
+    rejects(
+        lab32.check_save_checkpoint,
+        lambda *a: save_checkpoint(*a, bug="reference"),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
 MUSTS = [
+    (
+        "32.5",
+        "a crash after any of your calls must leave a checkpoint to resume from",
+        "test_save_checkpoint_rejects_wrong_answers",
+    ),
+    (
+        "32.5",
+        "once `save_checkpoint` has returned, a crash must lose nothing",
+        "test_save_checkpoint_rejects_wrong_answers",
+    ),
+    (
+        "32.5",
+        "Exercise code may not call `minitorch.elastic.checkpoint`.",
+        "test_save_checkpoint_rejects_the_reference",
+    ),
     (
         "32.1",
         "Exercise code may not call `minitorch.elastic.checkpoint`",

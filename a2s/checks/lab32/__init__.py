@@ -1,5 +1,5 @@
 """Graders of lab 32 (fault tolerance and elastic training): resume from the newest intact
-checkpoint, Daly's checkpoint interval, failed ranks from heartbeats, and stragglers.
+checkpoint, a save that survives a crash at any call, Daly's checkpoint interval, failed ranks from heartbeats, and stragglers.
 
 Ground truth is written in :mod:`._truth`: folders written and damaged by the grader (and read
 back by a loop of its own), Daly's closed form, a poll loop per rank and medians by sorting.
@@ -9,6 +9,7 @@ back by a loop of its own), Daly's closed form, a poll loop per rank and medians
 from a2s.checks.lab32.checkpoint import LATEST, check_load_latest
 from a2s.checks.lab32.detect import DETECT, check_failed_ranks
 from a2s.checks.lab32.interval import INTERVAL, check_checkpoint_interval
+from a2s.checks.lab32.save import check_save_checkpoint
 from a2s.checks.lab32.stragglers import STRAGGLERS, check_find_stragglers
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "check_failed_ranks",
     "check_find_stragglers",
     "check_load_latest",
+    "check_save_checkpoint",
 ]

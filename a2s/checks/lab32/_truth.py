@@ -129,3 +129,70 @@ def slow_ranks(compute: Sequence[Sequence[float]], factor: float) -> list[int]:
         if med[r] > factor * median(others):
             out.append(r)
     return out
+
+
+# ----------------------------------------------------------------------------- a disk that crashes
+class Disk:
+    """The grader's simulated folder: what was written, what was made durable, every call.
+
+    ``write`` replaces a file's contents (not durable until ``fsync``); ``replace`` moves a
+    file onto another name atomically, durability included (this disk's renames are durable
+    at once; a real folder also needs an ``fsync`` of its own). After a crash a file whose
+    contents were not made durable keeps only its first half (a torn write)."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.start = {k: (bytes(v), True) for k, v in files.items()}
+        self.files = dict(self.start)
+        self.ops: list[tuple[Any, ...]] = []
+
+    def write(self, name: str, data: bytes) -> None:
+        self.ops.append(("write", name, bytes(data)))
+        self.files[name] = (bytes(data), False)
+
+    def fsync(self, name: str) -> None:
+        self.ops.append(("fsync", name))
+        if name in self.files:
+            self.files[name] = (self.files[name][0], True)
+
+    def replace(self, src: str, dst: str) -> None:
+        self.ops.append(("replace", src, dst))
+        self.files[dst] = self.files.pop(src)
+
+    def read(self, name: str) -> bytes | None:
+        got = self.files.get(name)
+        return None if got is None else got[0]
+
+    def listdir(self) -> list[str]:
+        return sorted(self.files)
+
+
+def crash_after(start: dict, ops: list, k: int) -> dict[str, bytes]:
+    """The folder after the first ``k`` calls and a crash: undurable files torn in half."""
+    files = dict(start)
+    for op in ops[:k]:
+        if op[0] == "write":
+            files[op[1]] = (op[2], False)
+        elif op[0] == "fsync" and op[1] in files:
+            files[op[1]] = (files[op[1]][0], True)
+        elif op[0] == "replace":
+            files[op[2]] = files.pop(op[1])
+    return {n: (d if durable else d[: len(d) // 2]) for n, (d, durable) in files.items()}
+
+
+def newest_in(files: dict[str, bytes]) -> tuple[Any, Any]:
+    """The newest intact checkpoint of a folder held as ``{name: bytes}`` (32.1's rule)."""
+    try:
+        rows = json.loads(files["manifest.json"].decode())["checkpoints"]
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return (None, None)
+    best: tuple[Any, Any] = (None, None)
+    for e in rows:
+        try:
+            data = files.get(e["file"])
+            ok = data is not None and len(data) == e["bytes"]
+            ok = ok and hashlib.sha256(data).hexdigest() == e["sha256"]
+            if ok and (best[0] is None or int(e["step"]) > best[0]):
+                best = (int(e["step"]), data)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return best
