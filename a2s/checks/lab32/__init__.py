@@ -1,9 +1,11 @@
 """Graders of lab 32 (fault tolerance and elastic training): resume from the newest intact
-checkpoint, a save that survives a crash at any call, Daly's checkpoint interval, failed ranks from heartbeats, and stragglers.
+checkpoint, a save that survives a crash at any call, Daly's checkpoint interval, failed ranks
+from heartbeats, and stragglers.
 
 Ground truth is written in :mod:`._truth`: folders written and damaged by the grader (and read
-back by a loop of its own), Daly's closed form, a poll loop per rank and medians by sorting.
-``minitorch.elastic``'s modules are blocked while the learner's code runs.
+back by a loop of its own), a simulated disk that records every call and replays crashes,
+Daly's closed form, a poll loop per rank and medians by sorting. ``minitorch.elastic``'s
+modules are blocked while the learner's code runs.
 """
 
 from a2s.checks.lab32.checkpoint import LATEST, check_load_latest
