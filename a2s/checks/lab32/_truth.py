@@ -146,6 +146,10 @@ class Disk:
         self.ops: list[tuple[Any, ...]] = []
 
     def write(self, name: str, data: bytes) -> None:
+        if not isinstance(data, bytes | bytearray):
+            raise TypeError(
+                f"disk.write({name!r}, ...): data must be bytes, not {type(data).__name__}"
+            )
         self.ops.append(("write", name, bytes(data)))
         self.files[name] = (bytes(data), False)
 
@@ -155,6 +159,8 @@ class Disk:
             self.files[name] = (self.files[name][0], True)
 
     def replace(self, src: str, dst: str) -> None:
+        if src not in self.files:
+            raise FileNotFoundError(f"disk.replace: no file {src!r} to move onto {dst!r}")
         self.ops.append(("replace", src, dst))
         self.files[dst] = self.files.pop(src)
 
@@ -189,8 +195,9 @@ def newest_in(files: dict[str, bytes]) -> tuple[Any, Any]:
     for e in rows:
         try:
             data = files.get(e["file"])
-            ok = data is not None and len(data) == e["bytes"]
-            ok = ok and hashlib.sha256(data).hexdigest() == e["sha256"]
+            if data is None or len(data) != e["bytes"]:
+                continue
+            ok = hashlib.sha256(data).hexdigest() == e["sha256"]
             if ok and (best[0] is None or int(e["step"]) > best[0]):
                 best = (int(e["step"]), data)
         except (KeyError, TypeError, ValueError, AttributeError):
