@@ -5,10 +5,12 @@ as torchrun's agent hosts the rendezvous store) after each step, and keeps beati
 waits in a collective. A rank that neither steps nor waits stops beating: a *dead* rank (its
 process is gone) and a *hung* one (alive, stuck in its own code) alike. A survivor waiting in
 an all-reduce polls the beats; a rank whose last beat is older than ``deadline`` seconds is
-failed (:class:`HeartbeatMonitor`). A *slow* rank beats every step, so it is never named as long
-as its step is shorter than the deadline. Without heartbeats the fallback is the collective's
-own timeout: after ``collective_timeout`` seconds the suspects are the ranks whose last
-published step is behind (:meth:`HeartbeatMonitor.behind`).
+failed (:class:`HeartbeatMonitor`); after the first, a survivor listens one more deadline so
+that ranks which stopped together but went silent a poll apart are all named. A *slow* rank
+beats every step, so it is never named as long as its step is shorter than the deadline.
+Without heartbeats the fallback is the collective's own timeout: after ``collective_timeout``
+seconds the suspects are the ranks whose last published step is behind
+(:meth:`HeartbeatMonitor.behind`).
 
 On detection each survivor stops, returns a report (who failed, how, when, at which step) and
 its process exits with code 0; :func:`run_detection` spawns the gloo ranks (torch imported only
@@ -97,7 +99,7 @@ def _rank_loop(rank: int, world: int, store: Any, cfg: dict[str, Any]) -> dict[s
         else:
             store.set(f"step/{rank}", str(step))  # arrived at this step's collective
         work = dist.all_reduce(x, async_op=True)
-        started, broken = time.monotonic(), ""
+        started, broken, suspects, first = time.monotonic(), "", set(), 0.0
         while True:
             if work.is_completed() and not broken:
                 try:
@@ -110,8 +112,11 @@ def _rank_loop(rank: int, world: int, store: Any, cfg: dict[str, Any]) -> dict[s
                 store.set(f"hb/{rank}", f"{step} {now!r}")  # waiting, still alive
                 _read_beats(store, world, mon)
                 gone = mon.failed(now, exclude=[rank])
-                if gone:
-                    return _report(rank, step, gone, "heartbeat" + broken, store)
+                if gone and not suspects:
+                    first = now  # ranks that stopped together go silent a poll or two apart:
+                suspects.update(gone)  # keep listening one more deadline to name them all
+                if suspects and now - first >= cfg["deadline"]:
+                    return _report(rank, step, sorted(suspects), "heartbeat" + broken, store)
             elif broken or now - started > cfg["collective_timeout"]:
                 for r in range(world):  # who never arrived: their last published step
                     if store.check([f"step/{r}"]):
