@@ -99,7 +99,8 @@ def _rank_loop(rank: int, world: int, store: Any, cfg: dict[str, Any]) -> dict[s
         else:
             store.set(f"step/{rank}", str(step))  # arrived at this step's collective
         work = dist.all_reduce(x, async_op=True)
-        started, broken, suspects, first = time.monotonic(), "", set(), 0.0
+        started, broken, first = time.monotonic(), "", 0.0
+        suspects: set[int] = set()
         while True:
             if work.is_completed() and not broken:
                 try:
