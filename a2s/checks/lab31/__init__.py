@@ -11,6 +11,4 @@ from a2s.checks.lab31.fallback import check_fallback
 from a2s.checks.lab31.kernels import check_kernels
 from a2s.checks.lab31.onnx_export import check_export_mlp
 
-__all__ = [
-    "check_export_mlp",
-    "check_fallback", "check_fold_conv_bn", "check_kernels"]
+__all__ = ["check_export_mlp", "check_fallback", "check_fold_conv_bn", "check_kernels"]

@@ -65,7 +65,7 @@ def torch_kernel(name: str, *args: Any) -> Any:
 class Handle:
     """A chip buffer as the learner's fallback sees it: an opaque name, no data."""
 
-    __slots__ = ("_id", "shape", "dtype")
+    __slots__ = ("_id", "dtype", "shape")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
         self._id = next(_SERIAL)
@@ -121,7 +121,9 @@ class Link:
         if isinstance(host, torch.Tensor):
             host = host.detach().contiguous().numpy()
         if not isinstance(host, np.ndarray):
-            raise TypeError(f"upload takes a numpy array or a CPU tensor, got {type(host).__name__}")
+            raise TypeError(
+                f"upload takes a numpy array or a CPU tensor, got {type(host).__name__}"
+            )
         h = self.put(host)
         self.record.up_bytes += h.dtype.itemsize * int(np.prod(h.shape))
         self.record.uploads += 1

@@ -63,7 +63,9 @@ _MISTAKES = (
     ),
     Mistake(
         "Divide by the standard deviation sqrt(var + eps), not by the variance.",
-        answer=lambda w, b, mu, var, ga, be, eps: fold(w, b, mu, (var + eps) ** 2 - eps, ga, be, eps),
+        answer=lambda w, b, mu, var, ga, be, eps: fold(
+            w, b, mu, (var + eps) ** 2 - eps, ga, be, eps
+        ),
     ),
     Mistake(
         "Subtract the running mean from the bias before scaling: b' = (b - mu) s + beta.",

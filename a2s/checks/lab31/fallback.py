@@ -91,7 +91,11 @@ def _cases(g: np.random.Generator, link: Link, label: str) -> list[tuple[str, An
         (f"{label} cumsum({n},)", aten.cumsum.default, (x, 0)),
         (f"{label} topk k=2 (two results)", aten.topk.default, (m, 2)),
         (f"{label} polar (two chip operands)", aten.polar.default, (r, th)),
-        (f"{label} where (a bool operand)", aten.where.self, (cond, m, link.put(np.zeros((2, n), np.float32)))),
+        (
+            f"{label} where (a bool operand)",
+            aten.where.self,
+            (cond, m, link.put(np.zeros((2, n), np.float32))),
+        ),
     ]
 
 
@@ -100,7 +104,13 @@ def _decode_step(student: Callable[..., Any], g: np.random.Generator) -> Link:
     link, aten = Link(), torch.ops.aten
     for who, heads in (("q", 2), ("k", 1)):
         h = link.put(g.standard_normal((1, heads, 6, 4, 2)))
-        c = _one(student, link, f"decode step, view_as_complex({who})", aten.view_as_complex.default, (h,))
+        c = _one(
+            student,
+            link,
+            f"decode step, view_as_complex({who})",
+            aten.view_as_complex.default,
+            (h,),
+        )
         _one(student, link, f"decode step, view_as_real({who})", aten.view_as_real.default, (c,))
     return link
 

@@ -90,7 +90,9 @@ def _compare(name: str, label: str, got: Any, want: Any) -> None:
         part = f"{name} output {i}" if len(wants) > 1 else name
         if not isinstance(a, np.ndarray) or a.shape != w.shape:
             shape = getattr(a, "shape", type(a).__name__)
-            raise CheckFailure(f"[{label}] {part}: expected an array of shape {w.shape}, got {shape}.")
+            raise CheckFailure(
+                f"[{label}] {part}: expected an array of shape {w.shape}, got {shape}."
+            )
         if a.dtype != w.dtype:
             raise CheckFailure(
                 f"[{label}] {part} is {a.dtype}; torch keeps {w.dtype} (cast the result back)."
@@ -119,7 +121,9 @@ def check_kernels(
     embedding: Callable[..., Any],
 ) -> str:
     """Exercise 31.1: six ATen kernels in numpy, equal to CPU torch, torch forbidden inside."""
-    kernels = dict(zip(_NAMES, (mm, addmm, softmax, softmax_backward, layer_norm, embedding)))
+    kernels = dict(
+        zip(_NAMES, (mm, addmm, softmax, softmax_backward, layer_norm, embedding), strict=True)
+    )
     cases = _named() + _cases(rng(3102), "seeded") + _cases(fresh_rng("31.1"), fresh("drawn"))
     for name, label, args in cases:
         want = torch_kernel(name, *args)

@@ -33,7 +33,7 @@ def onnx_missing() -> str | None:
         except ImportError:
             return (
                 f"{name} is not installed; exercise 31.4 needs onnx and onnxruntime: "
-                "pip install -e \".[onnx]\" (from the course's folder), then restart the kernel."
+                'pip install -e ".[onnx]" (from the course\'s folder), then restart the kernel.'
             )
     return None
 
@@ -94,7 +94,9 @@ def check_export_mlp(export_mlp: Callable[..., Any]) -> str:
         case = f"{label} MLP {d_in}->{d_h}->{d_out}"
         model = export_mlp(*[a.copy() for a in w])
         if type(model).__name__ != "ModelProto":
-            raise CheckFailure(f"[{case}] export_mlp returned {type(model).__name__}, not a ModelProto.")
+            raise CheckFailure(
+                f"[{case}] export_mlp returned {type(model).__name__}, not a ModelProto."
+            )
         nodes = len(model.graph.node)
         for batch in (1, 5):
             x = gen.standard_normal((batch, d_in)).astype(_F)
@@ -107,4 +109,7 @@ def check_export_mlp(export_mlp: Callable[..., Any]) -> str:
                     f"from the MLP's (shape {want.shape}).{why}"
                 )
             worst, runs = max(worst, float(np.abs(got - want).max())), runs + 1
-    return f"checked by onnx.checker, {runs} onnxruntime runs equal numpy (max diff {worst:.1e}), {nodes} nodes"
+    return (
+        f"checked by onnx.checker, {runs} onnxruntime runs equal numpy "
+        f"(max diff {worst:.1e}), {nodes} nodes"
+    )
