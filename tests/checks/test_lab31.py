@@ -87,8 +87,9 @@ def test_kernels_written_differently_pass() -> None:
 
 def test_kernels_reject_wrong_answers() -> None:
     def naive_softmax(x, dim, half_to_float=False):
-        e = np.exp(x)
-        return e / e.sum(axis=dim, keepdims=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(x)
+            return e / e.sum(axis=dim, keepdims=True)
 
     def diagonal_backward(g, y, dim, input_dtype=None):
         return g * y * (1 - y)
