@@ -155,6 +155,23 @@ def test_kernels_reject_the_reference() -> None:
         lab31.check_kernels(*_with(mm=through_the_chip))
 
 
+def test_kernels_reject_another_labs_reference() -> None:
+    from minitorch.model import speculative
+    from minitorch.parallel import sequence
+
+    def borrowed_softmax(x, dim, half_to_float=False):
+        return np.moveaxis(speculative.softmax(np.moveaxis(x, dim, -1)), -1, dim)
+
+    def borrowed_norm(x, shape, w, b, eps):
+        y = sequence.layer_norm(x, w if w is not None else 1.0, b if b is not None else 0.0, eps)
+        return (y, *layer_norm(x, shape, w, b, eps)[1:])
+
+    with pytest.raises(ForbiddenCallError, match=r"minitorch\.model\.speculative"):
+        lab31.check_kernels(*_with(softmax=borrowed_softmax))
+    with pytest.raises(ForbiddenCallError, match=r"minitorch\.parallel\.sequence"):
+        lab31.check_kernels(*_with(layer_norm=borrowed_norm))
+
+
 # --------------------------------------------------------------------------- 31.2 answers
 def cpu_fallback(op, args, link, bug=""):
     host = [torch.from_numpy(link.download(a)) if link.is_chip(a) else a for a in args]
@@ -449,6 +466,7 @@ MUSTS = [
         "nor the reference op table `minitorch.chip.kernels`",
         "test_kernels_reject_the_reference",
     ),
+    ("31.1", "or any other `minitorch` module", "test_kernels_reject_another_labs_reference"),
     ("31.1", "stable for logits near 1,000", "test_kernels_reject_wrong_answers"),
     ("31.1", "exact 0 where", "test_kernels_reject_a_softmax_that_breaks_on_a_causal_mask"),
     ("31.1", "returning `(y, mean, rstd)`", "test_layer_norm_must_return_the_saved_statistics"),
@@ -462,7 +480,7 @@ MUSTS = [
     ),
     ("31.2", "every byte each way are counted on its side", "test_link_counts_on_the_graders_side"),
     ("31.2", "**4 fallbacks and 4,608 bytes**", "test_fallback_over_the_budget_fails"),
-    ("31.3", "numpy only (no torch)", "test_fold_may_not_call_torch_nor_the_reference"),
+    ("31.3", "no torch, no `minitorch`", "test_fold_may_not_call_torch_nor_the_reference"),
     ("31.3", "compares it with the unfolded network", "test_fold_rejects_a_network_that_drifts"),
     (
         "31.3",
