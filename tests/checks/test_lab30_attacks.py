@@ -64,28 +64,18 @@ from tests.checks.test_lab30 import governor as gov_ref
 from tests.checks.test_lab30 import hang_first as wd_hang_first
 from tests.checks.test_lab30 import run_commands as rc_ref
 from tests.checks.test_lab30 import watchdog as wd_ref
-from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.attacks import (
+    attempt_id,
+    cheat,
+    honest,
+    judge,
+    replay_public,
+    wrong,
+)
 from tests.helpers.graders import always_equal
 
 REF = "reference|minitorch.driver"
 TRUTH = "a2s.checks.lab30"
-
-
-def _public(table):
-    """The named and seeded cases of a table (public: the same on every run), by their args."""
-    cases = table.cases()
-    return {repr(c.args): c.want() for c in cases if "fresh case" not in c.label}
-
-
-def _lookup(table, fallback):
-    """A cheat that replays the public cases' answers and falls back on ``fallback``."""
-    known = _public(table)
-
-    def answer(*args):
-        key = repr(args)
-        return known[key] if key in known else fallback(*args)
-
-    return answer
 
 
 def _restoring(run, *where):
@@ -235,7 +225,7 @@ COUNTERS = [
     cheat(
         "30.1",
         "the public cases looked up, no wrap otherwise",
-        cr(_lookup(counters.RATES, lambda *a: cr_ref(*a, bug="no wrap"))),
+        cr(replay_public(counters.RATES, lambda *a: cr_ref(*a, bug="no wrap"))),
         match="fresh case.*mod 2",
     ),
     cheat(
@@ -430,7 +420,7 @@ GOVERNOR = [
     cheat(
         "30.2",
         "the public cases looked up, the top clock otherwise",
-        gv(_lookup(governor.DECISIONS, lambda a, t, cap, table, chip: max(table)[0])),
+        gv(replay_public(governor.DECISIONS, lambda a, t, cap, table, chip: max(table)[0])),
         match="fresh case",
     ),
     cheat(
@@ -581,19 +571,19 @@ WATCHDOG = [
     cheat(
         "30.3",
         "the public cases looked up, peeking ahead otherwise",
-        wd(_lookup(watchdog.WATCH, lambda *a: wd_ref(*a, bug="future"))),
+        wd(replay_public(watchdog.WATCH, lambda *a: wd_ref(*a, bug="future"))),
         match="fresh case.*in its future",
     ),
     cheat(
         "30.3",
         "the public cases looked up, the hang first otherwise",
-        wd(_lookup(watchdog.WATCH, wd_hang_first)),
+        wd(replay_public(watchdog.WATCH, wd_hang_first)),
         match="fresh case.*completion first",
     ),
     cheat(
         "30.3",
         "the public cases looked up, >= otherwise",
-        wd(_lookup(watchdog.WATCH, lambda *a: wd_ref(*a, bug=">="))),
+        wd(replay_public(watchdog.WATCH, lambda *a: wd_ref(*a, bug=">="))),
         match="fresh case.*exactly the deadline",
     ),
     cheat(
@@ -1076,7 +1066,7 @@ ENERGY = [
     cheat(
         "30.5",
         "the public cases looked up, the knee otherwise",
-        ec(_lookup(energy.ENERGY, lambda *a: 1200.0)),
+        ec(replay_public(energy.ENERGY, lambda *a: 1200.0)),
         match="fresh case",
     ),
     cheat(

@@ -33,7 +33,6 @@ parent's stack, copied): the sealed kernel vetoes it (docs/trust.md), kept here 
 
 from __future__ import annotations
 
-import functools
 import gc
 import math
 import sys
@@ -47,7 +46,7 @@ from a2s.checks import lab33
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from a2s.checks.lab33 import compress, distill, fakequant, heads
 from tests.checks import test_lab33 as ref
-from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.attacks import attempt_id, cheat, honest, judge, replay_public, wrapped, wrong
 from tests.helpers.graders import always_equal
 
 REF = ReferenceCalledError
@@ -68,25 +67,6 @@ def _one_blas_thread():
 
 def run(check, fn):
     return lambda: check(fn)
-
-
-def wrapped(fn):
-    @functools.wraps(fn)
-    def inner(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    return inner
-
-
-def lookup(table, fallback):
-    """Replay the public (named and seeded) cases' answers, ``fallback`` otherwise."""
-    known = {repr(c.args): c.want() for c in table.cases() if "fresh case" not in c.label}
-
-    def answer(*args):
-        key = repr(args)
-        return known[key] if key in known else fallback(*args)
-
-    return answer
 
 
 def current_frames(fallback):
@@ -247,7 +227,9 @@ ATTEMPTS = [
     cheat("33.1", "the grader's truth", run(C1, compress_via_truth), "reference|grader", REF),
     cheat("33.1", "torch's topk", run(C1, compress_torch), "torch", ForbiddenCallError),
     cheat(
-        "33.1", "the public cases replayed", run(C1, lookup(compress.COMPRESS, compress_smallest))
+        "33.1",
+        "the public cases replayed",
+        run(C1, replay_public(compress.COMPRESS, compress_smallest)),
     ),
     cheat(
         "33.1", "arrays whose == says yes", run(C1, compress_always_equal), match="plain|subclass"
@@ -572,7 +554,9 @@ ATTEMPTS += [
     ),
     cheat("33.3", "the grader's truth", run(C3, heads_via_truth), "reference|grader", REF),
     cheat("33.3", "torch", run(C3, heads_torch), "torch", ForbiddenCallError),
-    cheat("33.3", "the public cases replayed", run(C3, lookup(heads.HEADS, heads_bug("no o")))),
+    cheat(
+        "33.3", "the public cases replayed", run(C3, replay_public(heads.HEADS, heads_bug("no o")))
+    ),
     cheat("33.3", "ints whose == says yes", run(C3, heads_always_equal), match="plain|subclass"),
     cheat("33.3", "reads the caller's frames", run(C3, own_frame(heads_bug("no o"))), "o_proj"),
 ]
@@ -736,7 +720,9 @@ ATTEMPTS += [
     cheat("33.4", "the grader's truth", run(C4, distill_via_truth), "reference|grader", REF),
     cheat("33.4", "torch", run(C4, distill_torch), "torch", ForbiddenCallError),
     cheat(
-        "33.4", "the public cases replayed", run(C4, lookup(distill.DISTILL, distill_bug("over N")))
+        "33.4",
+        "the public cases replayed",
+        run(C4, replay_public(distill.DISTILL, distill_bug("over N"))),
     ),
     cheat(
         "33.4",
@@ -875,7 +861,7 @@ ATTEMPTS += [
     cheat(
         "33.5",
         "the public cases replayed",
-        run(C5, lookup(fakequant.FAKE_QUANT, fq_bug("float z"))),
+        run(C5, replay_public(fakequant.FAKE_QUANT, fq_bug("float z"))),
     ),
     cheat(
         "33.5", "arrays whose == says yes", run(C5, fq_always_equal), match="plain|subclass|wrong"

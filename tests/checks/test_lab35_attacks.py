@@ -67,7 +67,7 @@ from tests.checks.test_lab35 import (
     recompute_per_row,
     step_time,
 )
-from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.attacks import attempt_id, cheat, honest, judge, public_answers, wrapped, wrong
 from tests.helpers.graders import always_equal
 
 REF = ReferenceCalledError
@@ -84,14 +84,6 @@ def run(check, fn):
     return lambda: check(fn)
 
 
-def wrapped(fn):
-    @functools.wraps(fn)
-    def inner(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    return inner
-
-
 def want_from_frames(fallback):
     """A table's expected value, read from the child's main thread (the case runner's frame)."""
 
@@ -105,12 +97,6 @@ def want_from_frames(fallback):
         return fallback(*args)
 
     return inner
-
-
-def _public(table):
-    """The named and seeded cases' answers (public: the same on every run), by repr(args)."""
-    cases = [c for c in table.cases() if "fresh case" not in c.label]
-    return {repr(c.args): c.want() for c in cases}
 
 
 # --------------------------------------------------------------------------- 35.1
@@ -170,7 +156,7 @@ def adv_torch(rewards, group_size):
     return ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-6)).reshape(-1).numpy()
 
 
-_ADV = _public(ADVANTAGES)
+_ADV = public_answers(ADVANTAGES)
 
 
 def adv_replayed(rewards, group_size):
@@ -522,7 +508,7 @@ def step_torch(mode, g, t, s, n, ng):
     return float(torch.tensor(step_time(mode, g, t, s, n, ng)))
 
 
-_STEPS = _public(STEP)
+_STEPS = public_answers(STEP)
 
 
 def step_replayed(mode, g, t, s, n, ng):

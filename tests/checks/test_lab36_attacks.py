@@ -57,7 +57,7 @@ from tests.checks.test_lab36 import (
     mispredictions,
     pipeline_cycles,
 )
-from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrapped, wrong
 from tests.helpers.graders import always_equal, rejects
 
 REF = ReferenceCalledError
@@ -65,12 +65,6 @@ DOT20 = tuple(map(tuple, _truth.steps(programs.dot([1] * 20).text, programs.dot(
 
 
 # --------------------------------------------------------------------------- 36.1
-def wrapped(fn):
-    @functools.wraps(fn)
-    def inner(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    return inner
 
 
 def encode_bits(op, rd=0, rs1=0, rs2=0, imm=0):

@@ -35,7 +35,6 @@ in-process (kept ``xfail(strict=True)``: the sealed kernel's to veto).
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import pathlib
 import shutil
@@ -59,7 +58,7 @@ from tests.checks.test_lab37 import (
     pages_touched,
     unresolved,
 )
-from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrapped, wrong
 from tests.helpers.graders import always_equal
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="lab 37 needs g++")
@@ -74,14 +73,6 @@ O, U, A, P = (
 
 def run(check, *fns):
     return lambda: check(*fns)
-
-
-def wrapped(fn):
-    @functools.wraps(fn)
-    def inner(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    return inner
 
 
 def from_frame(*_args, **_kwargs):

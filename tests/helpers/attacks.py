@@ -22,19 +22,33 @@ did not write the lab, and runs every one against the grader in-process:
   counter, reads the expected value, replays a fixed answer): must fail, with ``error``.
 
 ``tests/checks/test_attack_coverage.py`` holds every lab from 05 on to at least 2 honest, 3 wrong
-and 4 cheats per exercise.
+and 4 cheats per exercise. The pieces most batteries need are here once: :func:`wrapped` (an
+honest answer behind a ``functools.wraps`` decorator), :func:`public_answers` and
+:func:`replay_public` (the cheat that replays a table's public cases).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from a2s.checks.core import CheckFailure
 
-__all__ = ["Attempt", "attempt_id", "cheat", "honest", "judge", "wrong"]
+__all__ = [
+    "Attempt",
+    "attempt_id",
+    "cheat",
+    "honest",
+    "judge",
+    "public_answers",
+    "replay_public",
+    "wrapped",
+    "wrong",
+]
 
 KINDS = ("honest", "wrong", "cheat")
 
@@ -84,3 +98,30 @@ def judge(attempt: Attempt) -> None:
     with pytest.raises(attempt.error, match=attempt.match) as info:
         attempt.run()
     assert attempt.error is not CheckFailure or isinstance(info.value, CheckFailure)
+
+
+def wrapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` behind a decorator made with ``functools.wraps``: honest, and must pass."""
+
+    @functools.wraps(fn)
+    def inner(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return inner
+
+
+def public_answers(table: Any) -> dict[str, Any]:
+    """A table's named and seeded cases (the same on every run) -> answer, by ``repr(args)``."""
+    return {repr(c.args): c.want() for c in table.cases() if "fresh case" not in c.label}
+
+
+def replay_public(table: Any, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """The cheat that replays the public cases' answers and falls back on ``fallback``: the
+    fresh cases of every run must catch it."""
+    known = public_answers(table)
+
+    def answer(*args: Any) -> Any:
+        key = repr(args)
+        return known[key] if key in known else fallback(*args)
+
+    return answer
