@@ -74,13 +74,14 @@ def lab_intact(exercise: str) -> Any:
 
 
 def _fields(snaps: list) -> list[tuple[str, Any, dict[str, Any]]]:
-    """The fields of the graders' own dataclass objects (a ``Table``: its truth, its cases),
+    """The fields of the graders' own frozen dataclass objects (a ``Table``: its truth, cases),
     kept by identity: a frozen one can still be rewritten with ``object.__setattr__``."""
     out = []
     for module, names, _ in snaps:
         for k, v in names.items():
             if dataclasses.is_dataclass(v) and not isinstance(v, type):
-                if type(v).__module__.startswith("a2s.checks"):
+                frozen = type(v).__dataclass_params__.frozen  # type: ignore[attr-defined]
+                if frozen and type(v).__module__.startswith("a2s.checks"):
                     got = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
                     out.append((f"{module.__name__}.{k}", v, got))
     return out

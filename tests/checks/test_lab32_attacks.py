@@ -484,7 +484,7 @@ class Saver:
 
     def __call__(self, disk, step, data):
         self.disk = disk
-        name = "ckpt-{:08d}.bin".format(step)
+        name = f"ckpt-{step:08d}.bin"
         self.put(name, data)
         old = disk.read("manifest.json")
         rows = json.loads(old) if old else {"checkpoints": []}
