@@ -27,6 +27,9 @@ learner's ``save_checkpoint`` in a forked child whose ``disk`` is a proxy of the
   non-bytes write, the child's copy of the ``Disk`` rewritten through ``gc``, the manifest
   written in place padded to twice its length (a crash "tore" it to its own first half, whole:
   now an unsynced write is also replayed lost), the previous checkpoint moved away.
+
+Reading the grader's frame (32.1's spec in ``_on_disk``, 32.2's ``want``) passes in a plain
+kernel: the sealed kernel (``a2s grade``) vetoes it (docs/trust.md), kept as ``PENDING``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import gc
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -619,4 +623,41 @@ ATTEMPTS = LATEST + INTERVAL + DETECT + STRAGGLERS + SAVE
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)
 def test_attempt(attempt):
+    judge(attempt)
+
+
+# --------------------------------------------------------------------------- frames
+def _frame_local(*names):
+    f = sys._getframe(2)
+    while f is not None:
+        if all(n in f.f_locals for n in names):
+            return f.f_locals
+        f = f.f_back
+    return None
+
+
+def ll_from_frame(folder):
+    """The case's spec read from the grader's frame (``_on_disk``'s ``args``): no check."""
+    found = _frame_local("args", "folder")
+    entries, _ = found["args"]
+    ok = [s for s, kind in entries if kind == "ok"]
+    if not ok:
+        return None, None
+    return max(ok), Path(folder, f"ckpt-{max(ok):08d}.bin").read_bytes()
+
+
+def ci_from_frame(cost, mtbf):
+    found = _frame_local("want", "case")
+    return found["want"] if found else 0.0
+
+
+PENDING = [
+    cheat("32.1", "the spec from the grader's frame", ll(ll_from_frame)),
+    cheat("32.2", "the expected value from the runner's frame", ci(ci_from_frame)),
+]
+
+
+@pytest.mark.parametrize("attempt", PENDING, ids=attempt_id)
+@pytest.mark.xfail(strict=True, reason="reading the grader's frame: the sealed kernel vetoes it")
+def test_pending(attempt):
     judge(attempt)
