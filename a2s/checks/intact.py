@@ -13,6 +13,7 @@ so no lab has to remember to. A code swap (``fn.__code__ = ...``) is the sealed 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 import types
 from collections.abc import Iterator
@@ -43,17 +44,23 @@ def intact(package: str) -> Iterator[None]:
     grader's helpers are module attributes: one rewritten from the learner's call would
     change the truth or the checks of every later case.
     """
-    restore, keep = _restore, _keep  # bound now: a helper rebound later changes nothing here
+    restore, keep, refield = (
+        _restore,
+        _keep,
+        _refield,
+    )  # bound now: a helper rebound later changes nothing here
     snaps = []
     for module in _modules(package):
         names = {k: v for k, v in vars(module).items() if not k.startswith("__")}
         snaps.append((module, names, {k: keep(v) for k, v in names.items()}))
+    fields = _fields(snaps)
     done = False
     try:
         yield
         done = True
     finally:
         changed = [f"{m.__name__}.{k}" for m, names, kept in snaps for k in restore(m, names, kept)]
+        changed += refield(fields)
     if changed and done:
         raise CheckFailure(
             f"your code changed the grader's own tables ({', '.join(changed)}): the grader "
@@ -64,6 +71,31 @@ def intact(package: str) -> Iterator[None]:
 def lab_intact(exercise: str) -> Any:
     """:func:`intact` over the grader package of ``exercise`` ("36.2" -> a2s.checks.lab36)."""
     return intact(f"a2s.checks.lab{exercise.split('.')[0]}")
+
+
+def _fields(snaps: list) -> list[tuple[str, Any, dict[str, Any]]]:
+    """The fields of the graders' own frozen dataclass objects (a ``Table``: its truth, cases),
+    kept by identity: a frozen one can still be rewritten with ``object.__setattr__``."""
+    out = []
+    for module, names, _ in snaps:
+        for k, v in names.items():
+            if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                frozen = type(v).__dataclass_params__.frozen  # type: ignore[attr-defined]
+                if frozen and type(v).__module__.startswith("a2s.checks"):
+                    got = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+                    out.append((f"{module.__name__}.{k}", v, got))
+    return out
+
+
+def _refield(fields: list[tuple[str, Any, dict[str, Any]]]) -> list[str]:
+    """Put back every field rewritten since :func:`_fields`; return their names."""
+    changed = []
+    for where, obj, kept in fields:
+        for name, value in kept.items():
+            if getattr(obj, name, None) is not value:
+                object.__setattr__(obj, name, value)
+                changed.append(f"{where}.{name}")
+    return changed
 
 
 def _keep(v: Any) -> Any:

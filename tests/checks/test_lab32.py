@@ -302,7 +302,32 @@ def test_save_checkpoint_rejects_the_reference():
     )
 
 
+def test_save_checkpoint_never_writes_in_place():
+    """An unsynced write is replayed torn in half and lost whole: a manifest written in place
+    padded to twice its length (its first half is all of it) is caught, and so is the data
+    file written in place without an fsync."""
+
+    def padded(disk, step, data):
+        save_checkpoint(disk, step, data, bug="no commit")
+        old = disk.read("manifest.json")
+        entries = json.loads(old.decode())["checkpoints"] if old else []
+        name = f"ckpt-{step:08d}.bin"
+        sha = hashlib.sha256(data).hexdigest()
+        entries.append({"step": step, "file": name, "sha256": sha, "bytes": len(data)})
+        blob = json.dumps({"checkpoints": entries}).encode()
+        disk.write("manifest.json", blob + b" " * len(blob))
+
+    rejects(lab32.check_save_checkpoint, padded, match="fsync each one")
+    crashed = _truth.crash_after({}, [("write", "m", b"abcd")], 1, "lost")
+    assert crashed == {"m": b""}
+
+
 MUSTS = [
+    (
+        "32.5",
+        "never write a file in place that a resume reads",
+        "test_save_checkpoint_never_writes_in_place",
+    ),
     (
         "32.5",
         "a crash after any of your calls must leave a checkpoint to resume from",

@@ -138,7 +138,7 @@ class Disk:
     ``write`` replaces a file's contents (not durable until ``fsync``); ``replace`` moves a
     file onto another name atomically, durability included (this disk's renames are durable
     at once; a real folder also needs an ``fsync`` of its own). After a crash a file whose
-    contents were not made durable keeps only its first half (a torn write)."""
+    contents were not made durable keeps only its first half (a torn write), or nothing."""
 
     def __init__(self, files: dict[str, bytes]) -> None:
         self.start = {k: (bytes(v), True) for k, v in files.items()}
@@ -172,8 +172,13 @@ class Disk:
         return sorted(self.files)
 
 
-def crash_after(start: dict, ops: list, k: int) -> dict[str, bytes]:
-    """The folder after the first ``k`` calls and a crash: undurable files torn in half."""
+TEARS = ("half", "lost")  # what a crash leaves of a file not made durable
+
+
+def crash_after(start: dict, ops: list, k: int, tear: str = "half") -> dict[str, bytes]:
+    """The folder after the first ``k`` calls and a crash: undurable files torn in half
+    (``tear="half"``) or emptied (``"lost"``: nothing of an unsynced write survives, so no
+    padding of a file written in place can keep its first half whole)."""
     files = dict(start)
     for op in ops[:k]:
         if op[0] == "write":
@@ -182,7 +187,8 @@ def crash_after(start: dict, ops: list, k: int) -> dict[str, bytes]:
             files[op[1]] = (files[op[1]][0], True)
         elif op[0] == "replace":
             files[op[2]] = files.pop(op[1])
-    return {n: (d if durable else d[: len(d) // 2]) for n, (d, durable) in files.items()}
+    keep = (lambda d: d[: len(d) // 2]) if tear == "half" else (lambda d: b"")
+    return {n: (d if durable else keep(d)) for n, (d, durable) in files.items()}
 
 
 def newest_in(files: dict[str, bytes]) -> tuple[Any, Any]:

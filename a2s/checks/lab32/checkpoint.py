@@ -82,7 +82,14 @@ def _files_first(folder: str) -> Any:
     return (None, None)
 
 
-_truth = _on_disk(lambda d: _scan(d, _intact, "step"))
+def _newest(folder: str) -> Any:
+    return _scan(folder, _intact, "step")
+
+
+def _truth(*args: Any) -> Any:
+    """The truth of a case (a module-level function, not a closure: the guard can block it)."""
+    return _on_disk(_newest)(*args)
+
 
 _MISTAKES = (
     Mistake(
@@ -141,6 +148,22 @@ def _draw(gen: Any, i: int) -> tuple:
     return _case(f"random folder {i}: {entries}, unlisted {strays}", entries, strays)
 
 
+def _draw_fresh(gen: Any, i: int) -> tuple:
+    """A random folder that holds, by turns, what each mistake misses (drawn folders alone
+    often do not: a lookup of the public cases with a wrong fallback would pass): the newest
+    file flipped, the newest truncated, the newest listed first, a newer unlisted file."""
+    _, (entries, strays) = _draw(gen, i)
+    entries, top = list(entries), max(s for s, _ in entries)
+    turn = i % 4
+    kind = {0: "flipped", 1: "truncated"}.get(turn, "ok")
+    entries = [(s, kind if s == top else k) for s, k in entries]
+    if turn == 2:
+        entries = [(top, "ok"), *[(s, k) for s, k in entries if s != top], (top - 5, "ok")]
+    if turn == 3:
+        strays = [_LATE.format(top + 10)]
+    return _case(f"fresh folder {i}: {entries}, unlisted {strays}", entries, strays)
+
+
 def _read(got: Any, label: str) -> tuple[Any, Any]:
     if not (isinstance(got, tuple | list) and len(got) == 2):
         raise CheckFailure(
@@ -172,6 +195,7 @@ LATEST = Table(
     draw=_draw,
     seeded=8,
     fresh=4,
+    draw_fresh=_draw_fresh,
     mistakes=_MISTAKES,
     hint=" Walk the manifest's entries from the highest step down; take the first whose file "
     "exists with the recorded size and SHA-256.",
@@ -188,7 +212,12 @@ LATEST = Table(
 
 @grader(
     "32.1",
-    blocks=(_CKPT, "minitorch.elastic.sharded", "a2s.checks.lab32._truth:newest_intact"),
+    blocks=(
+        _CKPT,
+        "minitorch.elastic.sharded",
+        "a2s.checks.lab32._truth:newest_intact",
+        "a2s.checks.lab32.checkpoint:_truth",
+    ),
 )
 def check_load_latest(load_latest: Callable[[str], object]) -> str:
     """Exercise 32.1: the newest intact checkpoint, never a torn, corrupted or unlisted one."""

@@ -80,6 +80,19 @@ def _draw(gen: Any, i: int) -> tuple:
     return (label, (beats, deadline, poll, horizon))
 
 
+def _draw_fresh(gen: Any, i: int) -> tuple:
+    """A random job plus the ranks each mistake misses (drawn jobs alone often lack them): a
+    rank that stalls past the deadline and beats again, a rank beating exactly every deadline,
+    and (by turns) one that never beat."""
+    label, (beats, deadline, poll, horizon) = _draw(gen, i)
+    at = float(poll * int(gen.integers(1, int(horizon // poll) // 2)))
+    stall = [t for t in _every(poll, horizon) if t <= at or t > at + deadline + 2 * poll]
+    extra = [stall, _every(deadline, horizon)] + ([[]] if i % 2 else [])
+    beats = [beats[j] for j in gen.permutation(len(beats))] + extra
+    order = gen.permutation(len(beats))
+    return (f"fresh {label[7:]}", ([beats[j] for j in order], deadline, poll, horizon))
+
+
 def _at_least(beats: list, deadline: float, poll: float, horizon: float) -> Any:
     return declared(beats, deadline - 1e-6, poll, horizon)
 
@@ -155,6 +168,7 @@ DETECT = Table(
     draw=_draw,
     seeded=8,
     fresh=4,
+    draw_fresh=_draw_fresh,
     mistakes=_MISTAKES,
     hint=" Per rank, poll t = poll, 2·poll, ... <= horizon; declare it at the first t with "
     "t - (its last beat <= t, else 0) > deadline.",

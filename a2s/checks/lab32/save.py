@@ -6,9 +6,11 @@ through ``disk``: ``write(name, data)``, ``fsync(name)``, ``replace(src, dst)``,
 ``read(name)``, ``listdir()``. The learner's function runs in a child process
 (:func:`~a2s.checks.harness.run_apart`); ``disk`` is a proxy whose calls are requests to the
 grader's :class:`~._truth.Disk`, which records every call. Judged from that record: the folder
-after a crash after *every* call (undurable files torn in half) still resumes from the new
-checkpoint or the previous newest one (32.1's rule, the grader's loop), and once the function
-has returned a crash loses nothing: the new checkpoint is the newest intact one.
+after a crash after *every* call (undurable files torn in half, and then lost whole) still
+resumes from the new checkpoint or the previous newest one (32.1's rule, the grader's loop),
+and once the function has returned a crash loses nothing: the new checkpoint is the newest
+intact one. Renames are durable at once on this disk (a real folder needs its own fsync) and
+reads are not recorded.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable
 
 from a2s.checks.core import CheckFailure, grader
 from a2s.checks.harness import remote, run_apart
-from a2s.checks.lab32._truth import Disk, crash_after, file_name, newest_in, payload
+from a2s.checks.lab32._truth import TEARS, Disk, crash_after, file_name, newest_in, payload
 
 __all__ = ["check_save_checkpoint"]
 
@@ -58,8 +60,8 @@ def _show(op: tuple) -> str:
 def _judge(disk: Disk, label: str, step: int) -> None:
     before = newest_in({n: d for n, (d, _) in disk.start.items()})
     ops = disk.ops
-    for k in range(len(ops) + 1):
-        got = newest_in(crash_after(disk.start, ops, k))
+    for k, tear in ((k, t) for k in range(len(ops) + 1) for t in TEARS):
+        got = newest_in(crash_after(disk.start, ops, k, tear))
         if got[0] in (before[0], step) and (got[0] is None or got[1] is not None):
             if got[0] == step and got[1] != payload(step):
                 raise CheckFailure(f"[{label}] step {step} resumed with other bytes than saved.")
@@ -71,7 +73,10 @@ def _judge(disk: Disk, label: str, step: int) -> None:
             "reads (the manifest, a committed checkpoint): write a temporary name, fsync it, "
             "then replace."
         )
-    final = newest_in(crash_after(disk.start, ops, len(ops)))
+    final = min(
+        (newest_in(crash_after(disk.start, ops, len(ops), t)) for t in TEARS),
+        key=lambda got: got[0] == step,
+    )
     if final[0] != step:
         listed = newest_in({n: d for n, (d, _) in disk.files.items()})[0] == step
         why = (

@@ -59,6 +59,16 @@ def _draw(gen: Any, i: int) -> tuple:
     return (f"random {ranks} ranks {i}: factor {factor}", (rows, factor))
 
 
+def _draw_fresh(gen: Any, i: int) -> tuple:
+    """A random job with one step of a healthy rank 20x slower (a mean flags it, a median
+    not): drawn jobs have it only half the time, so a lookup with a mean fallback passed."""
+    label, (rows, factor) = _draw(gen, i)
+    base = slow_ranks(rows, factor)
+    healthy = [r for r in range(len(rows[0])) if r not in base] or [0]
+    rows = _spike([list(r) for r in rows], int(gen.integers(len(rows))), healthy[0], 20.0)
+    return (f"fresh {label}", (rows, factor))
+
+
 def _means(compute: list, factor: float) -> list[int]:
     return slow_ranks(
         [[float(np.mean([row[r] for row in compute])) for r in range(len(compute[0]))]], factor
@@ -119,6 +129,7 @@ STRAGGLERS = Table(
     draw=_draw,
     seeded=8,
     fresh=4,
+    draw_fresh=_draw_fresh,
     mistakes=_MISTAKES,
     hint=" Each rank's median over the steps; flag it when it is more than factor times the "
     "median of the other ranks' medians.",
