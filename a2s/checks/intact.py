@@ -44,11 +44,8 @@ def intact(package: str) -> Iterator[None]:
     grader's helpers are module attributes: one rewritten from the learner's call would
     change the truth or the checks of every later case.
     """
-    restore, keep, refield = (
-        _restore,
-        _keep,
-        _refield,
-    )  # bound now: a helper rebound later changes nothing here
+    # bound now: a helper rebound later changes nothing here
+    restore, keep, refield = _restore, _keep, _refield
     snaps = []
     for module in _modules(package):
         names = {k: v for k, v in vars(module).items() if not k.startswith("__")}

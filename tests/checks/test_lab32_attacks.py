@@ -56,7 +56,7 @@ from tests.checks.test_lab32 import failed_ranks as fr_ref
 from tests.checks.test_lab32 import find_stragglers as fs_ref
 from tests.checks.test_lab32 import load_latest as ll_ref
 from tests.checks.test_lab32 import save_checkpoint as sc_ref
-from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.attacks import attempt_id, cheat, honest, judge, replay_public, wrong
 from tests.helpers.graders import always_equal
 
 REF = "reference"
@@ -77,11 +77,6 @@ def _restoring(run, *where):
 
 def _public(table, key=repr):
     return {key(c.args): c.want() for c in table.cases() if "fresh" not in c.label}
-
-
-def _lookup(table, fallback):
-    known = _public(table)
-    return lambda *a: known[repr(a)] if repr(a) in known else fallback(*a)
 
 
 # --------------------------------------------------------------------------- 32.1
@@ -328,7 +323,7 @@ INTERVAL = [
     cheat(
         "32.2",
         "lookup, Young's fallback",
-        ci(_lookup(lab32.INTERVAL, lambda c, m: ci_ref(c, m, bug="young"))),
+        ci(replay_public(lab32.INTERVAL, lambda c, m: ci_ref(c, m, bug="young"))),
     ),
     cheat("32.2", "a float whose == says yes", ci(lambda c, m: always_equal(1.0))),
     cheat(
@@ -405,12 +400,14 @@ DETECT = [
         error=ReferenceCalledError,
     ),
     cheat("32.3", "the grader's truth", fr(_truth.declared), match=REF, error=ReferenceCalledError),
-    cheat("32.3", "lookup, peeking fallback", fr(_lookup(lab32.DETECT, _bug(fr_ref, "future")))),
-    cheat("32.3", "lookup, >= fallback", fr(_lookup(lab32.DETECT, _bug(fr_ref, ">=")))),
+    cheat(
+        "32.3", "lookup, peeking fallback", fr(replay_public(lab32.DETECT, _bug(fr_ref, "future")))
+    ),
+    cheat("32.3", "lookup, >= fallback", fr(replay_public(lab32.DETECT, _bug(fr_ref, ">=")))),
     cheat(
         "32.3",
         "lookup, silent skipped",
-        fr(_lookup(lab32.DETECT, _bug(fr_ref, "skip silent"))),
+        fr(replay_public(lab32.DETECT, _bug(fr_ref, "skip silent"))),
     ),
     cheat(
         "32.3",
@@ -472,7 +469,7 @@ STRAGGLERS = [
     cheat(
         "32.4",
         "lookup, mean fallback",
-        fs(_lookup(lab32.STRAGGLERS, lambda c, f: fs_ref(c, f, "mean"))),
+        fs(replay_public(lab32.STRAGGLERS, lambda c, f: fs_ref(c, f, "mean"))),
     ),
     cheat(
         "32.4",
