@@ -175,7 +175,7 @@ def mm_patching(a, b):
     from a2s.checks.lab31 import kernels as grader
 
     grader._compare = lambda *args, **kwargs: None
-    return a @ b
+    return np.zeros((a.shape[0], b.shape[1]), np.float32)
 
 
 KERNEL_ATTEMPTS = [
@@ -184,8 +184,12 @@ KERNEL_ATTEMPTS = [
     honest("31.1", "functools.wraps on every kernel", lambda: K(*map(wrapped, KERNELS))),
     wrong("31.1", "softmax without the max", kernels(softmax=softmax_naive), match="max"),
     wrong("31.1", "mask made -1e9 plus a floor", kernels(softmax=softmax_lost_mask), "-inf"),
-    wrong("31.1", "backward: only the diagonal", kernels(softmax_backward=softmax_bwd_diag),
-          match="diagonal"),
+    wrong(
+        "31.1",
+        "backward: only the diagonal",
+        kernels(softmax_backward=softmax_bwd_diag),
+        match="diagonal",
+    ),
     wrong("31.1", "unbiased variance", kernels(layer_norm=layer_norm_unbiased), "biased"),
     wrong("31.1", "beta and alpha ignored", kernels(addmm=addmm_no_scale), match="beta"),
     wrong("31.1", "float64 results", kernels(mm=mm_f64), match="float32"),
@@ -197,5 +201,253 @@ KERNEL_ATTEMPTS = [
     cheat("31.1", "the named case replayed", kernels(mm=mm_named_only), match="differs"),
     cheat("31.1", "== always yes", kernels(mm=mm_always_equal), match="subclass"),
     cheat("31.1", "want read from the frame", kernels(mm=from_frame)),
-    cheat("31.1", "the grader's comparison patched", kernels(mm=mm_patching, softmax=softmax_naive)),
+    cheat("31.1", "the grader's comparison patched", kernels(mm=mm_patching)),
 ]
+
+
+# --------------------------------------------------------------------------- 31.2
+class Fallback:
+    def __call__(self, op, args, link):
+        host = []
+        for a in args:
+            host.append(torch.as_tensor(link.download(a)) if link.is_chip(a) else a)
+        out = op(*host)
+        return tuple(map(link.upload, out)) if isinstance(out, tuple) else link.upload(out)
+
+
+def fallback_numpy_upload(op, args, link):
+    import torch as t
+
+    out = op(*[t.from_numpy(link.download(a)) if link.is_chip(a) else a for a in args])
+    outs = out if isinstance(out, tuple) else (out,)
+    ups = [link.upload(o.detach().numpy().copy()) for o in outs]
+    return tuple(ups) if isinstance(out, tuple) else ups[0]
+
+
+def fallback_twice(op, args, link):
+    for a in args:
+        if link.is_chip(a):
+            link.download(a)
+    return cpu_fallback(op, args, link)
+
+
+def fallback_inputs_back(op, args, link):
+    return cpu_fallback(op, args, link, bug="inputs back")
+
+
+def fallback_one_handle(op, args, link):
+    out = op(*[torch.from_numpy(link.download(a)) if link.is_chip(a) else a for a in args])
+    return link.upload(out[0] if isinstance(out, tuple) else out)
+
+
+def fallback_host(op, args, link):
+    return op(*[torch.from_numpy(link.download(a)) if link.is_chip(a) else a for a in args])
+
+
+def fallback_reference(op, args, link):
+    from minitorch.chip.fallback import run_on_cpu
+
+    return run_on_cpu(op, args, link)
+
+
+def fallback_record_bumped(op, args, link):
+    grader = _link_of(link)  # the grader's Link, through the proxy's closure
+    host = [torch.from_numpy(grader.buffers[a._id].copy()) if link.is_chip(a) else a for a in args]
+    for a in args:
+        if link.is_chip(a):
+            grader.record.down_bytes += a.dtype.itemsize * int(np.prod(a.shape))
+            grader.record.downloads += 1
+    out = op(*host)
+    ups = [link.upload(o) for o in (out if isinstance(out, tuple) else (out,))]
+    return tuple(ups) if isinstance(out, tuple) else ups[0]
+
+
+def fallback_read_by_get(op, args, link):
+    grader = _link_of(link)
+    out = op(*[torch.from_numpy(grader.get(a).copy()) if link.is_chip(a) else a for a in args])
+    return cpu_fallback(op, args, link) if out is not None else None
+
+
+def fallback_zero_record(op, args, link):
+    out = cpu_fallback(op, args, link)
+    _link_of(link).record.up_bytes = 0
+    return out
+
+
+def fallback_wrong_dtype(op, args, link):
+    out = op(*[torch.from_numpy(link.download(a)).double() if link.is_chip(a) else a for a in args])
+    return tuple(map(link.upload, out)) if isinstance(out, tuple) else link.upload(out)
+
+
+def fallback_patch_budget(op, args, link):
+    from a2s.checks.lab31 import fallback as grader
+
+    grader._BUDGET = (10**6, 10**9)
+    return fallback_twice(op, args, link)
+
+
+FALLBACK_ATTEMPTS = [
+    honest("31.2", "a class, torch.as_tensor", lambda: FB(Fallback())),
+    honest("31.2", "numpy copies uploaded, import inside", lambda: FB(fallback_numpy_upload)),
+    honest("31.2", "functools.wraps", lambda: FB(wrapped(cpu_fallback))),
+    wrong("31.2", "operands downloaded twice", lambda: FB(fallback_twice), match="once"),
+    wrong("31.2", "inputs uploaded back", lambda: FB(fallback_inputs_back), match="still on"),
+    wrong("31.2", "a tuple as one handle", lambda: FB(fallback_one_handle), match="tuple"),
+    wrong("31.2", "the host tensor returned", lambda: FB(fallback_host), match="stay on the chip"),
+    wrong("31.2", "computed in float64", lambda: FB(fallback_wrong_dtype), match="differs"),
+    cheat("31.2", "the reference run_on_cpu", lambda: FB(fallback_reference), error=REF),
+    cheat("31.2", "Link.get through the closure", lambda: FB(fallback_read_by_get), error=REF),
+    cheat("31.2", "the record zeroed", lambda: FB(fallback_zero_record), match="uploads"),
+    cheat("31.2", "the budget patched", lambda: FB(fallback_patch_budget)),
+    cheat("31.2", "want read from the frame", lambda: FB(from_frame)),
+    pytest.param(
+        cheat("31.2", "buffers read, record bumped", lambda: FB(fallback_record_bumped)),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="the proxy's closure reaches the grader's Link in-process; the sealed "
+            "kernel vetoes __closure__ walks",
+        ),
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 31.3
+def fold_f64(w, b, mean, var, gamma, beta, eps):
+    s = gamma.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
+    w2 = (w * s.reshape(-1, 1, 1, 1)).astype(w.dtype)
+    return w2, ((b - mean) * s + beta).astype(w.dtype)
+
+
+class Folder:
+    def __call__(self, w, b, mean, var, gamma, beta, eps):
+        import math
+
+        s = [g / math.sqrt(v + eps) for g, v in zip(gamma.tolist(), var.tolist(), strict=True)]
+        w2 = np.stack([w[k] * s[k] for k in range(len(s))])
+        return w2, np.array([(b[k] - mean[k]) * s[k] + beta[k] for k in range(len(s))])
+
+
+def fold_eps_outside(w, b, mean, var, gamma, beta, eps):
+    s = gamma / (np.sqrt(var) + eps)
+    return w * s[:, None, None, None], (b - mean) * s + beta
+
+
+def fold_per_input(w, b, mean, var, gamma, beta, eps):
+    s = gamma / np.sqrt(var + eps)
+    return w * s[None, :, None, None] if w.shape[0] == w.shape[1] else w, (b - mean) * s + beta
+
+
+def fold_mean_kept(w, b, mean, var, gamma, beta, eps):
+    s = gamma / np.sqrt(var + eps)
+    return w * s[:, None, None, None], b * s + beta
+
+
+def fold_torch(w, b, mean, var, gamma, beta, eps):
+    s = torch.from_numpy(gamma) / torch.sqrt(torch.from_numpy(var) + eps)
+    return w * s.numpy()[:, None, None, None], (b - mean) * s.numpy() + beta
+
+
+def fold_reference(w, b, mean, var, gamma, beta, eps):
+    from minitorch.compiler import convbn
+
+    return convbn.fold_conv_bn(convbn.batch_norm(w, b, mean, var, gamma, beta, eps))
+
+
+def fold_truth(w, b, mean, var, gamma, beta, eps):
+    from a2s.checks.lab31._truth import fold
+
+    return fold(w, b, mean, var, gamma, beta, eps)
+
+
+def fold_equal(w, b, mean, var, gamma, beta, eps):
+    return always_equal(np.zeros_like(w)), always_equal(np.zeros_like(b))
+
+
+FOLD_ATTEMPTS = [
+    honest("31.3", "float64 then cast, reshape", lambda: FO(fold_f64)),
+    honest("31.3", "a class, math per channel", lambda: FO(Folder())),
+    honest("31.3", "functools.wraps", lambda: FO(wrapped(fold_conv_bn))),
+    wrong("31.3", "eps outside the root", lambda: FO(fold_eps_outside), match="eps"),
+    wrong("31.3", "per input channel", lambda: FO(fold_per_input), match="OUTPUT channel"),
+    wrong("31.3", "the mean left in the bias", lambda: FO(fold_mean_kept), match="mean"),
+    cheat("31.3", "torch inside", lambda: FO(fold_torch), error=FORBID),
+    cheat("31.3", "the reference fold", lambda: FO(fold_reference), error=REF),
+    cheat("31.3", "the grader's _truth", lambda: FO(fold_truth), error=REF),
+    cheat("31.3", "== always yes", lambda: FO(fold_equal)),
+    cheat("31.3", "want read from the frame", lambda: FO(from_frame)),
+]
+
+
+# --------------------------------------------------------------------------- 31.4
+def export_pretransposed(w1, b1, w2, b2):
+    import onnx.helper as h
+    from onnx import TensorProto, numpy_helper
+
+    t = [numpy_helper.from_array(np.ascontiguousarray(a), n) for a, n in ((w1.T, "a"), (w2.T, "b"))]
+    t += [numpy_helper.from_array(b1, "c"), numpy_helper.from_array(b2, "d")]
+    nodes = [
+        h.make_node("Gemm", ["x", "a", "c"], ["h"]),
+        h.make_node("Relu", ["h"], ["r"]),
+        h.make_node("Gemm", ["r", "b", "d"], ["y"]),
+    ]
+    x = h.make_tensor_value_info("x", TensorProto.FLOAT, ["n", w1.shape[1]])
+    y = h.make_tensor_value_info("y", TensorProto.FLOAT, ["n", w2.shape[0]])
+    g = h.make_graph(nodes, "g", [x], [y], initializer=t)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def export_torch(w1, b1, w2, b2):
+    import io
+
+    import onnx
+
+    net = torch.nn.Sequential(torch.nn.Linear(*w1.shape[::-1]), torch.nn.ReLU())
+    buf = io.BytesIO()
+    torch.onnx.export(net, torch.zeros(1, w1.shape[1]), buf)
+    return onnx.load_from_string(buf.getvalue())
+
+
+def export_reference(w1, b1, w2, b2):
+    from minitorch.chip import onnx_io
+
+    return onnx_io.to_onnx(onnx_io.from_onnx(None))
+
+
+class ModelProto:  # a look-alike, named as the grader expects
+    graph = None
+
+
+def export_fake(w1, b1, w2, b2):
+    return ModelProto()
+
+
+EXPORT_ATTEMPTS = [
+    honest("31.4", "Gemm on pre-transposed weights", lambda: EX(export_pretransposed)),
+    honest("31.4", "functools.wraps", lambda: EX(wrapped(export_mlp))),
+    wrong("31.4", "no Relu", lambda: EX(lambda *w: export_mlp(*w, bug="no relu")), "Relu"),
+    wrong(
+        "31.4",
+        "a fixed batch",
+        lambda: EX(lambda *w: export_mlp(*w, bug="fixed batch")),
+        match="batch 5",
+    ),
+    wrong(
+        "31.4",
+        "weights as inputs",
+        lambda: EX(lambda *w: export_mlp(*w, bug="weights as inputs")),
+        match="initializers",
+    ),
+    cheat("31.4", "torch.onnx.export", lambda: EX(export_torch), error=FORBID),
+    cheat("31.4", "the reference exporter", lambda: EX(export_reference), error=REF),
+    cheat("31.4", "a look-alike ModelProto", lambda: EX(export_fake), match="not a ModelProto"),
+    cheat("31.4", "want read from the frame", lambda: EX(from_frame)),
+]
+
+ATTEMPTS = KERNEL_ATTEMPTS + FALLBACK_ATTEMPTS + FOLD_ATTEMPTS + EXPORT_ATTEMPTS
+
+
+@pytest.mark.parametrize(
+    "attempt", ATTEMPTS, ids=lambda a: attempt_id(getattr(a, "values", [a])[0])
+)
+def test_attempt(attempt) -> None:
+    judge(attempt)
