@@ -36,6 +36,7 @@ import torch
 
 from a2s.checks import lab31
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks.errors import StudentError
 from tests.checks.test_lab31 import KERNELS, cpu_fallback, export_mlp, fold_conv_bn
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
@@ -296,17 +297,17 @@ FALLBACK_ATTEMPTS = [
     wrong("31.2", "the host tensor returned", lambda: FB(fallback_host), match="stay on the chip"),
     wrong("31.2", "computed in float64", lambda: FB(fallback_wrong_dtype), match="differs"),
     cheat("31.2", "the reference run_on_cpu", lambda: FB(fallback_reference), error=REF),
-    cheat("31.2", "Link.get through the closure", lambda: FB(fallback_read_by_get), error=REF),
-    cheat("31.2", "the record zeroed", lambda: FB(fallback_zero_record), match="uploads"),
+    cheat(
+        "31.2", "Link.get through the closure", lambda: FB(fallback_read_by_get), error=StudentError
+    ),
+    cheat("31.2", "the record zeroed", lambda: FB(fallback_zero_record), error=StudentError),
     cheat("31.2", "the budget patched", lambda: FB(fallback_patch_budget)),
     cheat("31.2", "want read from the frame", lambda: FB(from_frame)),
-    pytest.param(
-        cheat("31.2", "buffers read, record bumped", lambda: FB(fallback_record_bumped)),
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="the proxy's closure reaches the grader's Link in-process; the sealed "
-            "kernel vetoes __closure__ walks",
-        ),
+    cheat(
+        "31.2",
+        "buffers read, record bumped",
+        lambda: FB(fallback_record_bumped),
+        error=StudentError,
     ),
 ]
 
