@@ -4,14 +4,15 @@ The learner writes ``cpu_fallback(op, args, link)``: ``op`` is an ATen overload 
 no kernel for (``torch.ops.aten.cumsum.default``...), ``args`` its positional arguments, chip
 tensors among them as opaque :class:`~a2s.checks.lab31._truth.Handle` objects, and ``link``
 the host link: ``download(handle)`` (a numpy copy), ``upload(array)`` (a new handle),
-``is_chip(x)``. The fallback runs in a forked child (``harness.run_apart``) whose link only
-sends requests; the grader's process serves them. It must copy the chip operands down, run ``op`` with torch's CPU kernel,
-copy the results up and return their handles (a tuple for a tuple-returning op). The link is
-the grader's (:class:`~a2s.checks.lab31._truth.Link`): the chip's buffers and every byte each
-way are counted there, in the grader's process, never by the learner. Each call must move exactly the operands down
-and the results up, once each; the RoPE decode step of the tiny GPT's torch twin (the four
-complex-view calls that fall back, measured on the reference) must fit in 4 fallbacks and
-4,608 bytes. Torch is allowed here: computing on the host is what a fallback does.
+``is_chip(x)``. It must copy the chip operands down, run ``op`` with torch's CPU kernel,
+copy the results up and return their handles (a tuple for a tuple-returning op). The
+fallback runs in a forked child (``harness.run_apart``) whose link only sends requests; the
+grader's :class:`~a2s.checks.lab31._truth.Link` serves them, and holds the chip's buffers
+and every byte each way in the grader's process, never the learner's. Each call must move
+exactly the operands down and the results up, once each; the RoPE decode step of the tiny
+GPT's torch twin (the four complex-view calls that fall back, measured on the reference)
+must fit in 4 fallbacks and 4,608 bytes. Torch is allowed here: computing on the host is
+what a fallback does.
 """
 
 from __future__ import annotations
