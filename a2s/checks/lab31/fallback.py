@@ -47,9 +47,7 @@ def _one(
     with case_label(label):
         kind, ids = run_apart(_in_child, student, op, args, serve=link.serve())
     rec.calls += 1
-    got: Any = (
-        tuple(link.handles.get(i) for i in ids) if kind == "tuple" else link.handles.get(ids)
-    )
+    got: Any = tuple(link.handles.get(i) for i in ids) if kind == "tuple" else link.handles.get(ids)
     gots: tuple[Any, ...] = got if isinstance(want, tuple) and kind == "tuple" else (got,)
     if len(gots) != len(wants) or not all(isinstance(g, Handle) for g in gots):
         if kind in ("Handle", "tuple"):
