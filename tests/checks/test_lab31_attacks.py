@@ -16,13 +16,16 @@ Every attempt runs in-process against the grader (:mod:`tests.helpers.attacks`).
   the grader's ``_truth``, torch through ``sys.modules``, ``torch.ops``, a tensor method and
   ``torch.onnx``, the named cases replayed, answers whose ``==`` says yes, the expected value
   read from the grader's frame, the grader module monkeypatched, the link's record rewritten
-  and its buffers read through the proxy's ``__closure__``.
+  and its buffers read through the proxy's ``__closure__``, a look-alike ``ModelProto``.
 
 Found and fixed: 31.1 computed each case's truth before calling the kernel, so a kernel that
-walked ``sys._getframe`` read ``want`` and passed (the truth is now computed after the call).
-Kept ``xfail(strict=True)``: in 31.2 the proxy's closures lead to the grader's ``Link``; a
-fallback that reads the buffers and bumps the record by hand passes in-process (the sealed
-kernel vetoes the closure walk); 31.3's table computes ``want`` before the call (frame walk).
+walked ``sys._getframe`` read ``want`` and passed (the truth is now computed after the call);
+a softmax that turned the ``-inf`` mask into a large negative number plus a 1e-6 floor passed
+within tolerance (masked entries must now be exactly 0, as the prose says). 31.2's proxy held
+closures over the grader's ``Link``: a fallback that read the buffers and bumped the record by
+hand through ``__closure__`` passed (the fallback now runs in a forked child whose link only
+sends requests; buffers and record stay in the grader's process). 31.4 accepted any object
+whose class was named ``ModelProto`` and crashed on it (the type must be onnx's own).
 """
 
 from __future__ import annotations
