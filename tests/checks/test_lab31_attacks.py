@@ -16,7 +16,7 @@ Every attempt runs in-process against the grader (:mod:`tests.helpers.attacks`).
   the grader's ``_truth``, torch through ``sys.modules``, ``torch.ops``, a tensor method and
   ``torch.onnx``, the named cases replayed, answers whose ``==`` says yes, the expected value
   read from the grader's frame, the grader module monkeypatched, the link's record rewritten
-  and its buffers read through the proxy's ``__closure__``, a look-alike ``ModelProto``.
+  and its buffers read through the proxy's ``__closure__`` or ``gc``, a look-alike ``ModelProto``.
 
 Found and fixed: 31.1 computed each case's truth before calling the kernel, so a kernel that
 walked ``sys._getframe`` read ``want`` and passed (the truth is now computed after the call);
@@ -266,6 +266,22 @@ def fallback_record_bumped(op, args, link):
     return tuple(ups) if isinstance(out, tuple) else ups[0]
 
 
+def fallback_gc_record(op, args, link):
+    import gc
+
+    from a2s.checks.lab31._truth import Link
+
+    links = [o for o in gc.get_objects() if type(o) is Link]  # the child's copies only
+    for grader in links:
+        grader.record.down_bytes += 10**6
+    host = [
+        torch.from_numpy(links[-1].buffers[a._id].copy()) if link.is_chip(a) else a for a in args
+    ]
+    out = op(*host)
+    ups = [link.upload(o) for o in (out if isinstance(out, tuple) else (out,))]
+    return tuple(ups) if isinstance(out, tuple) else ups[0]
+
+
 def fallback_read_by_get(op, args, link):
     grader = _link_of(link)
     out = op(*[torch.from_numpy(grader.get(a).copy()) if link.is_chip(a) else a for a in args])
@@ -306,6 +322,7 @@ FALLBACK_ATTEMPTS = [
     cheat("31.2", "the record zeroed", lambda: FB(fallback_zero_record), error=StudentError),
     cheat("31.2", "the budget patched", lambda: FB(fallback_patch_budget)),
     cheat("31.2", "want read from the frame", lambda: FB(from_frame)),
+    cheat("31.2", "the Link found by gc, read", lambda: FB(fallback_gc_record), match="downloads"),
     cheat(
         "31.2",
         "buffers read, record bumped",
