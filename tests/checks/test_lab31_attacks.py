@@ -110,8 +110,9 @@ class Embedding:
 
 
 def softmax_naive(x, dim, half_to_float=False):
-    e = np.exp(x)
-    return e / e.sum(axis=dim, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x)
+        return e / e.sum(axis=dim, keepdims=True)
 
 
 def softmax_bwd_diag(g, y, dim, input_dtype=None):
