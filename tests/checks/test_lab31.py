@@ -9,6 +9,7 @@ import torch
 
 from a2s.checks import lab31
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks.harness import run_apart
 from a2s.checks.lab31 import _truth
 from minitorch.chip import fallback as ref_fallback
 from minitorch.chip import kernels as ref_kernels
@@ -239,15 +240,9 @@ def test_fallback_rejects_a_wrong_result() -> None:
 
 def test_fallback_budget_of_the_decode_step() -> None:
     """The decode step holds the grader's count: 4 fallbacks, 4,608 bytes at best."""
-    link, seen = _truth.Link(), []
-
-    def spy(op, args, lk):
-        seen.append(op.name())
-        return cpu_fallback(op, args, lk)
-
-    rec = lab31.fallback._decode_step(spy, np.random.default_rng(0)).record
+    rec = lab31.fallback._decode_step(cpu_fallback, np.random.default_rng(0)).record
     assert (rec.calls, rec.bytes) == (4, 4608) == lab31.fallback._BUDGET
-    assert seen.count("aten::view_as_complex") == 2 and link.record.bytes == 0
+    assert [op for op, *_ in rec.per_call].count("aten::view_as_complex") == 2
 
 
 def test_fallback_over_the_budget_fails(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,13 +261,21 @@ def test_fallback_rejects_the_reference() -> None:
 def test_link_counts_on_the_graders_side() -> None:
     link = _truth.Link()
     h = link.put(np.arange(6, dtype=np.float32))
-    proxy = link.proxy()
-    assert proxy.__slots__ == () and not hasattr(proxy, "record")
-    assert np.array_equal(proxy.download(h), np.arange(6)) and link.record.down_bytes == 24
-    proxy.upload(np.zeros(3))
-    assert (link.record.up_bytes, link.record.uploads) == (24, 1)
-    with pytest.raises(TypeError):
-        proxy.download(np.zeros(3))
+
+    def child(h):
+        proxy = _truth.ChipLink()
+        assert proxy.__slots__ == () and not hasattr(proxy, "record")
+        got = proxy.download(h)
+        up = proxy.upload(np.zeros(3))
+        try:
+            proxy.download(np.zeros(3))
+        except TypeError:
+            return got, up._id
+        return None
+
+    got, uid = run_apart(child, h, serve=link.serve())
+    assert np.array_equal(got, np.arange(6)) and link.record.down_bytes == 24
+    assert (link.record.up_bytes, link.record.uploads) == (24, 1) and uid in link.buffers
 
 
 # --------------------------------------------------------------------------- 31.3 answers
@@ -371,10 +374,11 @@ def export_mlp(w1, b1, w2, b2, bug=""):
     ]
     nodes = [helper.make_node("Gemm", ["x", "W1", "B1"], ["h"], transB=0 if bug == "no T" else 1)]
     nodes.append(helper.make_node("Identity" if bug == "no relu" else "Relu", ["h"], ["r"]))
-    nodes.append(helper.make_node("Gemm", ["r", "W2", "B2"], ["y"], transB=1))
+    out = "out" if bug == "output named out" else "y"
+    nodes.append(helper.make_node("Gemm", ["r", "W2", "B2"], [out], transB=1))
     batch = 1 if bug == "fixed batch" else "batch"
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, w1.shape[1]])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, w2.shape[0]])
+    y = helper.make_tensor_value_info(out, TensorProto.FLOAT, [batch, w2.shape[0]])
     ins = [x]
     if bug == "weights as inputs":
         ins += [helper.make_tensor_value_info("W1", TensorProto.FLOAT, list(w1.shape))]
@@ -412,6 +416,7 @@ def test_export_passes() -> None:
     ("bug", "match"),
     [
         ("no relu", "Apply Relu"),
+        ("output named out", "one output, named y"),
         ("no T", "onnxruntime could not run it|onnx.checker"),
         ("fixed batch", "batch 5"),
         ("weights as inputs", "weights as initializers"),
@@ -480,6 +485,11 @@ MUSTS = [
     ),
     ("31.2", "every byte each way are counted on its side", "test_link_counts_on_the_graders_side"),
     ("31.2", "**4 fallbacks and 4,608 bytes**", "test_fallback_over_the_budget_fails"),
+    (
+        "31.2",
+        "Each call must move exactly its operands down and its results up",
+        "test_fallback_rejects_wrong_copies",
+    ),
     ("31.3", "no torch, no `minitorch`", "test_fold_may_not_call_torch_nor_the_reference"),
     ("31.3", "compares it with the unfolded network", "test_fold_rejects_a_network_that_drifts"),
     (
@@ -488,6 +498,8 @@ MUSTS = [
         "test_fold_rejects_wrong_answers",
     ),
     ("31.4", "the weights as initializers", "test_export_rejects_wrong_graphs"),
+    ("31.4", "returning an `onnx.ModelProto`", "test_export_rejects_what_is_not_a_model"),
+    ("31.4", "one output `y`", "test_export_rejects_wrong_graphs"),
     ("31.4", "No torch", "test_export_may_not_call_torch_nor_the_reference"),
     ("31.4", "onnxruntime at batch 1 and 5", "test_export_rejects_wrong_graphs"),
     ("31.4", "Needs", "test_export_says_how_to_install_onnx"),

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "ChipLink",
     "Handle",
     "Link",
     "Record",
@@ -92,17 +93,18 @@ class Record:
 
 
 class Link:
-    """The grader's chip memory and host link; the learner gets :meth:`proxy` only."""
+    """The grader's chip memory and host link; the learner's child sends it requests."""
 
     def __init__(self) -> None:
         self.buffers: dict[int, np.ndarray] = {}
+        self.handles: dict[int, Handle] = {}
         self.record = Record()
 
     def put(self, array: np.ndarray) -> Handle:
         """A buffer placed on the chip by the grader (not counted: it was already there)."""
         data = np.array(array, copy=True, order="C")
         h = Handle(data.shape, data.dtype)
-        self.buffers[h._id] = data
+        self.buffers[h._id], self.handles[h._id] = data, h
         return h
 
     def get(self, h: Any) -> np.ndarray:
@@ -129,28 +131,52 @@ class Link:
         self.record.uploads += 1
         return h
 
-    def proxy(self) -> Any:
-        """What the learner's fallback holds: three requests, no counters, no buffers."""
-        download, upload = self.download, self.upload
+    def serve(self) -> dict[str, Any]:
+        """The requests the learner's child may send: a download by id, an upload (its id)."""
+        return {
+            "link.download": lambda i: self.download(self.handles.get(i)),
+            "link.upload": lambda host: self.upload(host)._id,
+        }
 
-        class ChipLink:
-            """The host link: ``download(handle)``, ``upload(array)``, ``is_chip(x)``."""
 
-            __slots__ = ()
+class ChipLink:
+    """The host link: ``download(handle)``, ``upload(array)``, ``is_chip(x)``.
 
-            def download(self, handle: Any) -> np.ndarray:
-                """A host copy of a chip buffer (a numpy array), counted chip -> host."""
-                return download(handle)
+    Held in the learner's forked child: each method only sends a request to the grader's
+    :class:`Link`, which holds the buffers and counts every byte in its own process.
+    """
 
-            def upload(self, host: Any) -> Handle:
-                """A numpy array (or CPU tensor) copied to a new chip buffer; its handle."""
-                return upload(host)
+    __slots__ = ()
 
-            def is_chip(self, x: Any) -> bool:
-                """Whether ``x`` is a chip buffer's handle."""
-                return isinstance(x, Handle)
+    def download(self, handle: Any) -> np.ndarray:
+        """A host copy of a chip buffer (a numpy array), counted chip -> host."""
+        from a2s.checks.harness import request
 
-        return ChipLink()
+        if type(handle) is not Handle:
+            raise TypeError(f"{handle!r} is not a chip buffer")
+        return np.array(request("link.download", handle._id), copy=True)
+
+    def upload(self, host: Any) -> Handle:
+        """A numpy array (or CPU tensor) copied to a new chip buffer; its handle."""
+        from a2s.checks.harness import request
+
+        if isinstance(host, torch.Tensor):
+            host = host.detach().contiguous().numpy()
+        if type(host) is not np.ndarray:
+            raise TypeError(
+                f"upload takes a numpy array or a CPU tensor, got {type(host).__name__}"
+            )
+        h = Handle.__new__(Handle)
+        h._id = int(request("link.upload", np.ascontiguousarray(host)))
+        h.shape, h.dtype = tuple(host.shape), np.dtype(host.dtype)
+        return h
+
+    def is_chip(self, x: Any) -> bool:
+        """Whether ``x`` is a chip buffer's handle."""
+        return isinstance(x, Handle)
+
+    def __repr__(self) -> str:
+        return "<ChipLink: requests to the grader's host link>"
 
 
 # ----------------------------------------------------------------------------- 31.3

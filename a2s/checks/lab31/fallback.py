@@ -5,12 +5,14 @@ no kernel for (``torch.ops.aten.cumsum.default``...), ``args`` its positional ar
 tensors among them as opaque :class:`~a2s.checks.lab31._truth.Handle` objects, and ``link``
 the host link: ``download(handle)`` (a numpy copy), ``upload(array)`` (a new handle),
 ``is_chip(x)``. It must copy the chip operands down, run ``op`` with torch's CPU kernel,
-copy the results up and return their handles (a tuple for a tuple-returning op). The link is
-the grader's (:class:`~a2s.checks.lab31._truth.Link`): the chip's buffers and every byte each
-way are counted there, never by the learner. Each call must move exactly the operands down
-and the results up, once each; the RoPE decode step of the tiny GPT's torch twin (the four
-complex-view calls that fall back, measured on the reference) must fit in 4 fallbacks and
-4,608 bytes. Torch is allowed here: computing on the host is what a fallback does.
+copy the results up and return their handles (a tuple for a tuple-returning op). The
+fallback runs in a forked child (``harness.run_apart``) whose link only sends requests; the
+grader's :class:`~a2s.checks.lab31._truth.Link` serves them, and holds the chip's buffers
+and every byte each way in the grader's process, never the learner's. Each call must move
+exactly the operands down and the results up, once each; the RoPE decode step of the tiny
+GPT's torch twin (the four complex-view calls that fall back, measured on the reference)
+must fit in 4 fallbacks and 4,608 bytes. Torch is allowed here: computing on the host is
+what a fallback does.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import torch
 
 from a2s.checks.compare import call
 from a2s.checks.core import CheckFailure, case_label, fresh_rng, grader, plain, rng
-from a2s.checks.lab31._truth import Handle, Link
+from a2s.checks.harness import run_apart
+from a2s.checks.lab31._truth import ChipLink, Handle, Link
 
 __all__ = ["check_fallback"]
 
@@ -42,11 +45,13 @@ def _one(
     rec = link.record
     before = (rec.down_bytes, rec.up_bytes, rec.downloads, rec.uploads)
     with case_label(label):
-        got = call(student, op, args, link.proxy())
+        kind, ids = run_apart(_in_child, student, op, args, serve=link.serve())
     rec.calls += 1
-    gots = got if isinstance(want, tuple) and isinstance(got, (tuple, list)) else (got,)
+    got: Any = tuple(link.handles.get(i) for i in ids) if kind == "tuple" else link.handles.get(ids)
+    gots: tuple[Any, ...] = got if isinstance(want, tuple) and kind == "tuple" else (got,)
     if len(gots) != len(wants) or not all(isinstance(g, Handle) for g in gots):
-        kind = type(got).__name__
+        if kind in ("Handle", "tuple"):
+            kind = "1 handle" if kind == "Handle" else f"{len(ids)} handle(s)"
         raise CheckFailure(
             f"[{label}] cpu_fallback returned {kind}; the result must stay on the chip: upload "
             f"each result and return its handle ({len(wants)} handle(s), a tuple when the op "
@@ -78,6 +83,16 @@ def _one(
         )
     rec.per_call.append((op.name(), down, up))
     return got
+
+
+def _in_child(student: Callable[..., Any], op: Any, args: tuple[Any, ...]) -> tuple[str, Any]:
+    """In the learner's child: its answer as ids of uploaded handles (or its type's name)."""
+    got = call(student, op, args, ChipLink())
+    if type(got) is Handle:
+        return "Handle", got._id
+    if type(got) in (tuple, list) and all(type(g) is Handle for g in got):
+        return "tuple", [g._id for g in got]
+    return type(got).__name__, None
 
 
 def _cases(g: np.random.Generator, link: Link, label: str) -> list[tuple[str, Any, tuple]]:

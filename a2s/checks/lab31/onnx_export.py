@@ -87,6 +87,8 @@ def check_export_mlp(export_mlp: Callable[..., Any]) -> str:
     need = onnx_missing()
     if need:
         raise CheckFailure(need)
+    import onnx
+
     worst, runs, nodes = 0.0, 0, 0
     for gen, label in ((rng(3107), "seeded"), (fresh_rng("31.4"), "fresh")):
         d_in, d_h, d_out = (int(v) for v in gen.integers(2, 9, size=3))
@@ -94,7 +96,7 @@ def check_export_mlp(export_mlp: Callable[..., Any]) -> str:
         w = _weights(gen, d_in, d_h, d_out)
         case = f"{label} MLP {d_in}->{d_h}->{d_out}"
         model = export_mlp(*[a.copy() for a in w])
-        if type(model).__name__ != "ModelProto":
+        if type(model) is not onnx.ModelProto:  # the type itself, not a look-alike's name
             raise CheckFailure(
                 f"[{case}] export_mlp returned {type(model).__name__}, not a ModelProto."
             )
