@@ -158,6 +158,14 @@ def _draw(g: np.random.Generator, i: int) -> tuple[str, tuple[Any, ...]]:
     return f"N {n}, V {v}, T {t}, alpha {a}", _case(g, n, v, t, a, int(g.integers(0, n)))
 
 
+def _draw_fresh(g: np.random.Generator, i: int) -> tuple[str, tuple[Any, ...]]:
+    """As :func:`_draw`, with at least one ignored position: a mean over all N rows (or a
+    lookup falling back on one) differs from the mean over the scored rows on every run."""
+    n, v = int(g.integers(3, 12)), int(g.integers(2, 20))
+    t, a = float(g.choice([1.0, 2.0, 4.0, 0.5])), float(g.choice([0.3, 0.5, 0.9, 1.0]))
+    return f"N {n}, V {v}, T {t}, alpha {a}", _case(g, n, v, t, a, int(g.integers(1, n)))
+
+
 _G = np.random.default_rng(3304)
 DISTILL = Table(
     "33.4",
@@ -171,6 +179,7 @@ DISTILL = Table(
     draw=_draw,
     seeded=3,
     fresh=2,
+    draw_fresh=_draw_fresh,
     mistakes=_MISTAKES,
     hint="loss = mean over scored rows of alpha T^2 KL(softmax(zt/T) || softmax(zs/T)) + "
     "(1 - alpha) CE(zs, y); grad = (alpha T (p_s^T - p_t^T) + (1 - alpha)(softmax(zs) - "
