@@ -101,8 +101,7 @@ def _through(name: str, shadow: Any, key: int, owner: int) -> Any:
 
 
 def _origin(frame: types.FrameType | None) -> frozenset[int] | None:
-    """Whose call this is: None, the grader's; else the student's, with the ids of what its
-    guarded call handed it.
+    """Whose call this is: None, the grader's; else the ids its guarded call handed the student.
 
     Walks down: a grader module's frame (the grader, or a handed-out object it defines) is
     the grader's; the student's frame (a notebook cell, any file outside the course and its
@@ -141,46 +140,55 @@ def _origin(frame: types.FrameType | None) -> frozenset[int] | None:
 _CORE = "a2s.checks.core"
 
 
-def _stubs(lab: str) -> list[tuple[types.FunctionType, types.CodeType, types.CodeType]]:
-    """(function, original, stub) for every swappable function of lab ``lab``'s grader
-    modules and the shared truth modules loaded now."""
-    rows = []
+def _stubs(cache: dict[str, tuple[int, list[Any]]]) -> tuple[list[Any], bool]:
+    """(function, original, stub) for every swappable function of the grader modules loaded
+    now (every lab's: another lab's truth answers some exercises; the shared truth modules),
+    and whether all were kept in ``cache`` (the keeper's: a new import costs its own rows)."""
+    rows: list[Any] = []
     seen: set[int] = set()
-    own = f"a2s.checks.lab{lab}"
-    _PARTIAL[0] = False
+    complete = True
     for module_name, module in list(sys.modules.items()):
         if module is None or not _grader_module(module_name):
             continue
-        if module_name not in TRUTH_MODULES and module_name.split(".")[2] != own.split(".")[2]:
+        held, mine = cache.get(module_name, (0, []))
+        if held != id(module):
+            mine, partial = _module_stubs(module_name, module, seen)
+            complete &= not partial  # a function's original is out of sight: rebuilt next time
+            if not partial:
+                cache[module_name] = (id(module), mine)
+        rows.extend(mine)
+    return rows, complete
+
+
+def _module_stubs(module_name: str, module: Any, seen: set[int]) -> tuple[list[Any], bool]:
+    rows, partial = [], False
+    for value in list(vars(module).values()):
+        if getattr(value, "__module__", None) != module_name or id(value) in seen:
             continue
-        for value in list(vars(module).values()):
-            if getattr(value, "__module__", None) != module_name or id(value) in seen:
-                continue
-            seen.add(id(value))
-            if isinstance(value, types.FunctionType):
-                members = [(value, 0)]
-            elif isinstance(value, type):
-                members = [(f, id(value)) for f in _methods(value)]
-            else:
-                continue
-            for fn, owner in members:
-                code = fn.__code__
-                if code.co_code == _stub.__code__.co_code:  # blocked by a grader's blocks=:
-                    _PARTIAL[0] = True  # its original is out of sight; rebuild next time
-                if code.co_freevars or code.co_code in _STUB_BYTES:
-                    continue  # a closure cannot take a stub; swapped already
-                shadow = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__)
-                shadow.__kwdefaults__ = fn.__kwdefaults__
-                label = f"{fn.__module__}.{fn.__qualname__}"
-                bound = (_through, label, shadow, id(fn), owner)
-                consts = tuple(bound if c == "__A2S_TRUTH__" else c for c in _TRUTH_CONSTS)
-                stub = _truth.__code__.replace(co_consts=consts, co_qualname=fn.__qualname__)
-                rows.append((fn, code, stub))
-    return rows
+        seen.add(id(value))
+        if isinstance(value, types.FunctionType):
+            members = [(value, 0)]
+        elif isinstance(value, type):
+            members = [(f, id(value)) for f in _methods(value)]
+        else:
+            continue
+        for fn, owner in members:
+            code = fn.__code__
+            if code.co_code == _stub.__code__.co_code:  # blocked by a grader's blocks=:
+                partial = True  # its original is out of sight; rebuild next time
+            if code.co_freevars or code.co_code in _STUB_BYTES:
+                continue  # a closure cannot take a stub; swapped already
+            shadow = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__)
+            shadow.__kwdefaults__ = fn.__kwdefaults__
+            label = f"{fn.__module__}.{fn.__qualname__}"
+            bound = (_through, label, shadow, id(fn), owner)
+            consts = tuple(bound if c == "__A2S_TRUTH__" else c for c in _TRUTH_CONSTS)
+            stub = _truth.__code__.replace(co_consts=consts, co_qualname=fn.__qualname__)
+            rows.append((fn, code, stub))
+    return rows, partial
 
 
 _TRUTH_CONSTS = _truth.__code__.co_consts
-_PARTIAL = [False]  # the last _stubs() met a function held by the reference guard
 _STUB_BYTES = frozenset({_stub.__code__.co_code, _truth.__code__.co_code})
 
 
@@ -229,22 +237,21 @@ def _keeper() -> Generator[None, Any, None]:
     """Holds the stubs (each keeps the original it stands for) where no student code reaches:
     in this generator's frame (frames are out of reach in the sealed kernel). It takes
     requests only from :class:`truth_blocked`; guarded calls running at once share the swap."""
-    tables: dict[str, tuple[int, list[Any]]] = {}  # lab -> (len(sys.modules) then, rows)
+    cache: dict[str, tuple[int, list[Any]]] = {}  # module -> (id(module), its rows)
+    built, rows = -1, list[Any]()  # len(sys.modules) when rows were gathered (-1: again)
     active: list[list[Any]] = []
     depth = 0
     enter: Any
     leave: Any
-    lab: Any
     enter, leave = yield None  # the codes of truth_blocked's methods, sent once at import
-    lab = yield None
+    yield None
     while True:
         caller = sys._getframe(1).f_code
         if caller is enter:
             depth += 1
-            built, rows = tables.get(lab, (-1, []))
             if built != len(sys.modules):
-                rows = _stubs(lab)
-                tables[lab] = (-1 if _PARTIAL[0] else len(sys.modules), rows)
+                rows, complete = _stubs(cache)
+                built = len(sys.modules) if complete else -1
             if not any(r is rows for r in active):
                 active.append(rows)
                 for fn, code, stub in rows:
@@ -253,12 +260,12 @@ def _keeper() -> Generator[None, Any, None]:
         elif caller is leave and depth > 0:
             depth -= 1
             if depth == 0:
-                for rows in active:
-                    for fn, code, stub in rows:
+                for table in active:
+                    for fn, code, stub in table:
                         if fn.__code__ is stub:
                             fn.__code__ = code
                 active.clear()
-        lab = yield None
+        yield None
 
 
 _KEEP = _keeper()
@@ -269,8 +276,9 @@ _KEEP_LOCK = threading.Lock()
 class truth_blocked:
     """While the block runs, the grader modules raise when the student's code calls them.
 
-    ``lab``: whose grader modules (``"01"``: ``a2s.checks.lab01``), besides the shared
-    truth modules. Nested and concurrent blocks (one per simulated rank) share one swap.
+    Every loaded lab package ``a2s.checks.labNN`` (not the exercise's ``lab`` alone: lab 09's
+    helpers would answer lab 12's attention) and the shared truth modules. Nested and
+    concurrent blocks (one per simulated rank) share one swap.
     """
 
     __slots__ = ("lab",)

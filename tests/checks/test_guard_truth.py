@@ -42,6 +42,18 @@ def test_the_graders_truth_is_blocked_for_the_student_only(capsys) -> None:
     assert summation._kahan_loop.__code__.co_name == "_kahan_loop"  # restored
 
 
+def test_another_labs_truth_is_blocked_too() -> None:
+    # lab 01's grader loaded beside lab 00's: its truth answers nothing of lab 00, but another
+    # lab's helper may answer some exercise (lab 09's attention answered lab 12's), so every
+    # loaded lab package is blocked, not the exercise's own alone
+    def from_another_lab(x):
+        return summation._kahan_loop(x)
+
+    with pytest.raises(ReferenceCalledError, match="_kahan_loop"):
+        guarded(from_another_lab, "00.1", ())(np.ones(3, np.float32))
+    assert summation._kahan_loop.__code__.co_name == "_kahan_loop"  # restored
+
+
 def test_what_the_grader_hands_over_stays_callable() -> None:
     # a grader-module function passed as an argument is a handout; an instance's methods too
     def student(f, twin):

@@ -23,6 +23,7 @@ import numpy as np
 from a2s.checks.core import CheckFailure, ForbiddenCallError, _Guarded, assert_true, fmt_bytes
 from a2s.checks.harness import request, run_apart
 from a2s.checks.profiler import forbidden_message
+from a2s.checks.truth_guard import truth_blocked
 from a2s.checks.watch import Watch
 from minitorch.kernels.io_model import HBM, TileTooLarge, Traffic
 
@@ -214,6 +215,8 @@ def run_kernel(
         student.watch.scan(student.fn)
         with student.watch.active():  # its first use builds classes: not the kernel's memory
             pass
+    with truth_blocked():  # the guard gathers its stubs here, not in the measured call
+        pass
     refused: list[str] = []
     serve = _serve(hbm, case, refused)
     peak = run_apart(_in_child, student, measure, *args, serve=serve, timeout=60)
