@@ -464,7 +464,230 @@ ADAPTERS = [
     ),
 ]
 
-ATTEMPTS = LORA + MERGE + MEMORY + ADAPTERS
+
+# --------------------------------------------------------------------------- 12.5 prefix
+def _weights(q, k, pk):
+    n, p, tq = k.shape[1], pk.shape[1], q.shape[1]
+    s = q @ np.concatenate([pk, k], 1).transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    keep = np.concatenate([np.ones((tq, p), bool), np.tri(n, dtype=bool)[n - tq :]], 1)
+    s = np.where(keep, s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def pre_fwd(q, k, v, pk, pv):
+    return _weights(q, k, pk) @ np.concatenate([pv, v], 1)
+
+
+def pre_bwd(q, k, v, pk, pv, g):
+    a, p = _weights(q, k, pk), pk.shape[1]
+    da = g @ np.concatenate([pv, v], 1).transpose(0, 2, 1)
+    ds = a * (da - (da * a).sum(-1, keepdims=True))
+    return (ds.transpose(0, 2, 1) @ q)[:, :p] / np.sqrt(q.shape[-1]), (a.transpose(0, 2, 1) @ g)[
+        :, :p
+    ]
+
+
+def pre_fwd_loops(q, k, v, pk, pv):  # head by head, query by query, an online-style max
+    h, tq, d = q.shape
+    n = k.shape[1]
+    out = np.zeros((h, tq, d))
+    for i in range(h):
+        for j in range(tq):
+            keys = np.concatenate([pk[i], k[i, : n - tq + j + 1]])
+            vals = np.concatenate([pv[i], v[i, : n - tq + j + 1]])
+            z = keys @ q[i, j] / np.sqrt(d)
+            w = np.exp(z - z.max())
+            out[i, j] = w @ vals / w.sum()
+    return out
+
+
+def pre_bwd_einsum(q, k, v, pk, pv, g):
+    a, p = _weights(q, k, pk), pk.shape[1]
+    vv = np.concatenate([pv, v], 1)
+    da = np.einsum("htd,hsd->hts", g, vv)
+    ds = a * (da - np.einsum("hts,hts->ht", da, a)[..., None])
+    dk = np.einsum("hts,htd->hsd", ds, q) / np.sqrt(q.shape[-1])
+    return dk[:, :p].copy(), np.einsum("hts,htd->hsd", a, g)[:, :p].copy()
+
+
+def pre_fwd_appended(q, k, v, pk, pv):
+    kk, vv = np.concatenate([k, pk], 1), np.concatenate([v, pv], 1)
+    n, tq = kk.shape[1], q.shape[1]
+    s = q @ kk.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    s = s + np.triu(np.full((n, n), -np.inf), 1)[n - tq :]
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True) @ vv
+
+
+def pre_fwd_whole_mask(q, k, v, pk, pv):  # causal over P + T with the queries at the start
+    kk, vv = np.concatenate([pk, k], 1), np.concatenate([pv, v], 1)
+    s = q @ kk.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    s = s + np.triu(np.full(s.shape[1:], -np.inf), 1)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True) @ vv
+
+
+def pre_fwd_no_scale(q, k, v, pk, pv):
+    return pre_fwd(q * np.sqrt(q.shape[-1]), k, v, pk, pv)
+
+
+def _truth_prefix(q, k, v, pk, pv):
+    from a2s.checks.lab12.prefix import torch_prefix
+
+    return torch_prefix(q, k, v, pk, pv, np.zeros_like(q))[0]
+
+
+def _ref_prefix(q, k, v, pk, pv):
+    from minitorch.model.prefix import prefix_attention_forward
+
+    return prefix_attention_forward(q, k, v, pk, pv)
+
+
+PREFIX = [
+    honest("12.5", "vectorised", lambda: lab12.check_prefix_attention(pre_fwd, pre_bwd)),
+    honest(
+        "12.5",
+        "loops forward, einsum backward",
+        lambda: lab12.check_prefix_attention(pre_fwd_loops, pre_bwd_einsum),
+    ),
+    wrong(
+        "12.5",
+        "prefix appended",
+        lambda: lab12.check_prefix_attention(pre_fwd_appended, pre_bwd),
+        match="Prepend the prefix",
+    ),
+    wrong(
+        "12.5",
+        "one causal mask over prefix and tokens",
+        lambda: lab12.check_prefix_attention(pre_fwd_whole_mask, pre_bwd),
+        match="among the real tokens only",
+    ),
+    wrong(
+        "12.5",
+        "no 1/sqrt(d)",
+        lambda: lab12.check_prefix_attention(pre_fwd_no_scale, pre_bwd),
+        match="1 / sqrt",
+    ),
+    wrong(
+        "12.5",
+        "dPK without 1/sqrt(d)",
+        lambda: lab12.check_prefix_attention(
+            pre_fwd,
+            lambda q, k, v, pk, pv, g: (
+                pre_bwd(q, k, v, pk, pv, g)[0] * np.sqrt(q.shape[-1]),
+                pre_bwd(q, k, v, pk, pv, g)[1],
+            ),
+        ),
+        match="dPK",
+    ),
+    cheat(
+        "12.5",
+        "the grader's torch truth",
+        lambda: lab12.check_prefix_attention(_truth_prefix, pre_bwd),
+        match=TRUTH,
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.5",
+        "the reference",
+        lambda: lab12.check_prefix_attention(_ref_prefix, pre_bwd),
+        match="prefix_attention_forward",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.5",
+        "torch autograd for the gradients",
+        lambda: lab12.check_prefix_attention(
+            pre_fwd,
+            lambda q, k, v, pk, pv, g: __import__("torch").zeros(1) and pre_bwd(q, k, v, pk, pv, g),
+        ),
+        match="torch",
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "12.5",
+        "an array whose == always says yes",
+        lambda: lab12.check_prefix_attention(lambda *a: always_equal(pre_fwd(*a)), pre_bwd),
+        match="subclass",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 12.6 prefix memory
+def pmem(L, H, Hkv, d, P, item):
+    n = 2 * L * Hkv * P * d
+    return n, 2 * item * n, item * n
+
+
+def pmem_loop(L, H, Hkv, d, P, item):
+    n = sum(P * d for _ in range(L) for _ in range(Hkv) for _ in ("k", "v"))
+    return [n, n * item * 2, n * item]
+
+
+def _truth_pmem(*a):
+    from a2s.checks.lab12.prefix_memory import prefix_memory_loop
+
+    return prefix_memory_loop(*a)
+
+
+def _ref_pmem(L, H, Hkv, d, P, item):
+    from minitorch.model.prefix import prefix_parameter_count
+
+    n = prefix_parameter_count(L, Hkv, d, P)
+    return n, 2 * item * n, item * n
+
+
+PREFIX_MEMORY = [
+    honest("12.6", "closed form", lambda: lab12.check_prefix_memory(pmem)),
+    honest("12.6", "a loop, a list", lambda: lab12.check_prefix_memory(pmem_loop)),
+    wrong(
+        "12.6",
+        "no KV bytes (as a merged LoRA)",
+        lambda: lab12.check_prefix_memory(lambda *a: (*pmem(*a)[:2], 0)),
+        match="merged LoRA",
+    ),
+    wrong(
+        "12.6",
+        "query heads",
+        lambda: lab12.check_prefix_memory(lambda L, H, Hkv, d, P, i: pmem(L, H, H, d, P, i)),
+        match="K/V head",
+    ),
+    wrong(
+        "12.6",
+        "keys only",
+        lambda: lab12.check_prefix_memory(lambda *a: tuple(v // 2 for v in pmem(*a))),
+        match="keys AND values",
+    ),
+    cheat(
+        "12.6",
+        "the grader's loop",
+        lambda: lab12.check_prefix_memory(_truth_pmem),
+        match=TRUTH,
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.6",
+        "the reference",
+        lambda: lab12.check_prefix_memory(_ref_pmem),
+        match="prefix_parameter_count",
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "12.6",
+        "replays the invariant",
+        lambda: lab12.check_prefix_memory(lambda *a: (8, 64, 32)),
+        match="expected",
+    ),
+    cheat(
+        "12.6",
+        "ints whose == always says yes",
+        lambda: lab12.check_prefix_memory(lambda *a: tuple(always_equal(0) for _ in range(3))),
+        match="subclass",
+    ),
+]
+
+ATTEMPTS = LORA + MERGE + MEMORY + ADAPTERS + PREFIX + PREFIX_MEMORY
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)

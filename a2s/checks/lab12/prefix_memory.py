@@ -112,6 +112,7 @@ PREFIX_MEMORY = Table(
     blocks=(
         "minitorch.model.prefix:prefix_parameter_count",
         "minitorch.model.lora:adamw_state_bytes",
+        f"{__name__}:prefix_memory_loop",
     ),
 )
 def check_prefix_memory(prefix_memory: Callable[..., Any]) -> str:
