@@ -122,7 +122,8 @@ def _hint(got: Any, args: tuple, which: int, rule: str) -> str:
     """Name a modelled mistake only when the answer is that mistake's (on this case)."""
     want = torch_prefix(*args)[which]
     for mistake, message in _MISTAKES.items():
-        wrong = torch_prefix(*args, mistake=mistake)[which]
+        q, k, v, pk, pv, gout = args
+        wrong = torch_prefix(q, k, v, pk, pv, gout, mistake)[which]
         if not np.allclose(wrong, want) and looks_like(got, wrong):
             return message
     return rule
@@ -146,6 +147,10 @@ def _one(fwd: Callable, bwd: Callable, case: Case, gen: np.random.Generator) -> 
         f"[{label}] prefix_attention_backward returns the pair (dPK, dPV).",
     )
     for what, g, want, which in (("dPK", grads[0], dpk, 1), ("dPV", grads[1], dpv, 2)):
+
+        def hint(got: Any, _want: Any, which: int = which) -> str:
+            return _hint(got, args, which, _GRAD)
+
         err = max(
             err,
             close(
@@ -153,7 +158,7 @@ def _one(fwd: Callable, bwd: Callable, case: Case, gen: np.random.Generator) -> 
                 want,
                 case=label,
                 what=what,
-                hint=lambda g_, _w, i=which: _hint(g_, args, i, _GRAD),
+                hint=hint,
             ),
         )
     return err
