@@ -33,6 +33,15 @@ _BLOCKS = (
     f"{_P}:PrefixSelfAttention",
     "minitorch.model.attention:scaled_dot_product_attention",
 )
+# the exercise is numpy only, so every minitorch module is refused: the course's other attentions
+# answer it through the causal mask of the prefix + tokens sequence with the queries at its end
+# (labs 09, 18, 26 the forward, lab 08's FlashAttention backward the gradients), and so does its
+# autograd; so are the other labs' graders that hold a numpy attention (lab 09's ``_plain``)
+_FORBID = (
+    "torch",
+    "minitorch",
+    *(f"a2s.checks.lab{n}" for n in ("08", "09", "18", "24", "26")),
+)
 # (label, H, Tq, T, P, d)
 Case = tuple[str, int, int, int, int, int]
 _NAMED: list[Case] = [
@@ -132,11 +141,11 @@ def _hint(got: Any, args: tuple, which: int, rule: str) -> str:
 def _one(fwd: Callable, bwd: Callable, case: Case, gen: np.random.Generator) -> float:
     label, h, tq, n, p, d = case
     args = _draw(gen, h, tq, n, p, d)
-    out, dpk, dpv = torch_prefix(*args)
+    # each truth is computed after the learner's call it judges: no answer sits in this frame
     got = call_pure(fwd, *args[:5], case=label)
     err = close(
         got,
-        out,
+        torch_prefix(*args)[0],
         case=label,
         what="prefix_attention_forward(...)",
         hint=lambda g_, _w: _hint(g_, args, 0, _RULE),
@@ -146,6 +155,7 @@ def _one(fwd: Callable, bwd: Callable, case: Case, gen: np.random.Generator) -> 
         isinstance(grads, (tuple, list)) and len(grads) == 2,
         f"[{label}] prefix_attention_backward returns the pair (dPK, dPV).",
     )
+    _, dpk, dpv = torch_prefix(*args)
     for what, g, want, which in (("dPK", grads[0], dpk, 1), ("dPV", grads[1], dpv, 2)):
 
         def hint(got: Any, _want: Any, which: int = which) -> str:
@@ -164,7 +174,7 @@ def _one(fwd: Callable, bwd: Callable, case: Case, gen: np.random.Generator) -> 
     return err
 
 
-@grader("12.5", blocks=_BLOCKS, hand="parts")
+@grader("12.5", blocks=_BLOCKS, forbid=_FORBID, hand="parts")
 def check_prefix_attention(
     prefix_attention_forward: Callable[..., Any], prefix_attention_backward: Callable[..., Any]
 ) -> str:

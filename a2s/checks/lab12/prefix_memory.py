@@ -114,6 +114,9 @@ PREFIX_MEMORY = Table(
         "minitorch.model.lora:adamw_state_bytes",
         f"{__name__}:prefix_memory_loop",
     ),
+    # three products need no course code: lab 34's kv_bytes(P, L, Hkv, d, itemsize) and MLA's
+    # kv_elements_per_token answer it in a call, so every minitorch module is refused
+    forbid=("torch", "minitorch"),
 )
 def check_prefix_memory(prefix_memory: Callable[..., Any]) -> str:
     """Exercise 12.6: the three counts exactly, on named models and fresh ones."""
