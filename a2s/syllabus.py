@@ -88,7 +88,7 @@ _LAB_TABLE = """
 09 | transformer | 1 | Transformer | attention, GQA, RoPE, a tiny GPT | minitorch.model
 10 | moe | 1 | Mixture of experts | gating, capacity, load balancing, dispatch/combine | minitorch.model
 11 | quantization | 1 | Quantization | INT8/INT4, GPTQ, AWQ, SmoothQuant, KV-cache INT8 | minitorch.model
-12 | lora_peft | 1 | LoRA | adapters, merge/unmerge, optimizer memory | minitorch.model
+12 | lora_peft | 1 | LoRA | adapters, merge/unmerge, optimizer memory, prefix tuning | minitorch.model
 13 | graph_capture_ir | 4 | Graph capture and IR | tracing to a graph IR, an interpreter | minitorch.compiler
 14 | graph_passes_memory_planning | 4 | Graph passes and memory planning | folding, DCE, CSE, fusion, liveness | minitorch.compiler
 15 | loop_optimization_autotuning | 4 | Loop optimization and autotuning | loop-nest IR, legality, autotuning | minitorch.compiler

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 import minitorch.model.lora as lora
+import minitorch.model.prefix as prefix
 from a2s.checks import lab12
-from a2s.checks.core import ReferenceCalledError
+from a2s.checks.core import CheckFailure, ReferenceCalledError
 from a2s.checks.lab12.memory import lora_memory_loop
+from a2s.checks.lab12.prefix_memory import prefix_memory_loop
 from tests.helpers.graders import always_equal, rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.model")
@@ -243,5 +245,171 @@ MUSTS = [
         "12.4",
         "*Invariant:* with every id equal to $k$, the result is `lora_forward` with adapter $k$",
         "test_attempt",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 12.5
+pfwd = unblocked(prefix.prefix_attention_forward)
+pbwd = unblocked(prefix.prefix_attention_backward)
+
+
+def test_prefix_attention_passes(capsys):
+    lab12.check_prefix_attention(pfwd, pbwd)
+    assert "✔ Exercise 12.5 passed" in capsys.readouterr().out
+
+
+def _attend(q, kk, vv, add, scale, denom_from=0):
+    s = q @ kk.transpose(0, 2, 1) * scale + add
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e[..., denom_from:].sum(axis=-1, keepdims=True) @ vv
+
+
+def fwd_one_sequence(q, k, v, pk, pv):  # the mask of P + T keys with the queries at its start
+    kk, vv = np.concatenate([pk, k], 1), np.concatenate([pv, v], 1)
+    add = np.triu(np.full((q.shape[1], kk.shape[1]), -np.inf), 1)
+    return _attend(q, kk, vv, add, 1 / np.sqrt(q.shape[-1]))
+
+
+def fwd_appended(q, k, v, pk, pv):  # [k; pk] under the course's causal mask
+    kk, vv = np.concatenate([k, pk], 1), np.concatenate([v, pv], 1)
+    n, tq = kk.shape[1], q.shape[1]
+    add = np.triu(np.full((n, n), -np.inf), 1)[n - tq :]
+    return _attend(q, kk, vv, add, 1 / np.sqrt(q.shape[-1]))
+
+
+def fwd_tokens_only(q, k, v, pk, pv):  # the softmax normalised over the real keys only
+    kk, vv = np.concatenate([pk, k], 1), np.concatenate([pv, v], 1)
+    p = pk.shape[1]
+    add = unblocked(prefix.prefix_mask)(p, q.shape[1], k.shape[1])
+    return _attend(q, kk, vv, add, 1 / np.sqrt(q.shape[-1]), denom_from=p)
+
+
+def fwd_d_model(q, k, v, pk, pv):  # 1 / sqrt(H d)
+    return pfwd(q * np.sqrt(q.shape[-1]) / np.sqrt(q.shape[0] * q.shape[-1]), k, v, pk, pv)
+
+
+@pytest.mark.parametrize(
+    ("f", "g", "match"),
+    [
+        (fwd_one_sequence, pbwd, "among the real tokens only"),
+        (fwd_appended, pbwd, "Prepend the prefix"),
+        (fwd_tokens_only, pbwd, "normalises over every key"),
+        (fwd_d_model, pbwd, "not the model width"),
+        (pfwd, lambda q, k, v, pk, pv, g: pbwd(q, k, v, pk, pv, g)[::-1], "dPK and dPV"),
+        (pfwd, lambda q, k, v, pk, pv, g: pbwd(q, k, v, pk, pv, g)[0], r"\(dPK, dPV\)"),
+    ],
+)
+def test_prefix_attention_rejects_wrong_answers(f, g, match):
+    rejects(lab12.check_prefix_attention, f, g, match=match)
+
+
+def test_prefix_hint_names_a_mistake_only_when_it_is_that_mistake():
+    """A forward that is off by a constant gets the rule, not a guessed cause."""
+    with pytest.raises(CheckFailure) as err:
+        lab12.check_prefix_attention(lambda *a: pfwd(*a) + 1e-3, pbwd)
+    text = str(err.value)
+    assert "M is 0 on the P prefix columns" in text
+    assert not any(m in text for m in ("Prepend", "normalises over every", "model width"))
+
+
+def test_prefix_attention_rejects_the_reference():
+    rejects(
+        lab12.check_prefix_attention,
+        prefix.prefix_attention_forward,
+        pbwd,
+        match="prefix_attention_forward",
+        error=ReferenceCalledError,
+    )
+
+
+def test_prefix_attention_rejects_the_course_attention():
+    from minitorch.model.attention import scaled_dot_product_attention as sdpa
+
+    def via_sdpa(q, k, v, pk, pv):
+        return sdpa(q, np.concatenate([pk, k], 1), np.concatenate([pv, v], 1))
+
+    rejects(
+        lab12.check_prefix_attention,
+        via_sdpa,
+        pbwd,
+        match="scaled_dot_product_attention",
+        error=ReferenceCalledError,
+    )
+
+
+# --------------------------------------------------------------------------- 12.6
+def _prefix_counts(L, H, Hkv, d, P, item):
+    n = 2 * L * Hkv * P * d
+    return n, 2 * item * n, item * n
+
+
+def test_prefix_memory_passes(capsys):
+    lab12.check_prefix_memory(_prefix_counts)
+    assert "✔ Exercise 12.6 passed" in capsys.readouterr().out
+
+
+def test_prefix_memory_rejects_wrong_answers():
+    """The modelled mistakes are fed by tests/checks/test_tables.py; a cheat here."""
+    rejects(
+        lab12.check_prefix_memory,
+        lambda *a: tuple(always_equal(v) for v in _prefix_counts(*a)),
+        match="subclass",
+    )
+    rejects(lab12.check_prefix_memory, lambda *a: (*_prefix_counts(*a)[:2], 0), match="merged")
+
+
+def test_prefix_memory_rejects_the_reference():
+    def via_reference(L, H, Hkv, d, P, item):
+        n = prefix.prefix_parameter_count(L, Hkv, d, P)
+        return n, 2 * item * n, item * n
+
+    rejects(
+        lab12.check_prefix_memory,
+        via_reference,
+        match="prefix_parameter_count",
+        error=ReferenceCalledError,
+    )
+    rejects(
+        lab12.check_prefix_memory, prefix_memory_loop, match="reference", error=ReferenceCalledError
+    )
+
+
+MUSTS += [
+    (
+        "12.5",
+        "Write the softmax yourself, with numpy",
+        "test_prefix_attention_rejects_the_course_attention",
+    ),
+    (
+        "12.5",
+        "torch and every `minitorch` module (the course's other attentions of labs 08, 09, 18 and "
+        "26, its autograd) are refused",
+        "test_attempt",
+    ),
+    (
+        "12.6",
+        "by plain arithmetic (every `minitorch` module is refused)",
+        "test_attempt",
+    ),
+    (
+        "12.5",
+        "The causal mask applies **among the real tokens only**",
+        "test_prefix_attention_rejects_wrong_answers",
+    ),
+    (
+        "12.5",
+        "*Invariant:* with `P = 0` the forward is plain causal attention",
+        "test_attempt",
+    ),
+    (
+        "12.6",
+        "*Invariant:* `prefix_memory(1, 1, 1, 4, 1, 4) == (8, 64, 32)`",
+        "test_attempt",
+    ),
+    (
+        "12.6",
+        "**every sequence's KV cache holds the prefix's keys and values**",
+        "test_prefix_memory_rejects_wrong_answers",
     ),
 ]
