@@ -16,22 +16,25 @@ import pytest
 
 from a2s.checks import lab14
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
-from minitorch.compiler import fusion, interp, memory, passes
+from minitorch.compiler import convbn, fusion, interp, memory, passes
 from minitorch.compiler.ir import Graph, Node
 from tests.checks.test_lab14 import (
     NUMPY,
     _cse_commutative,
     _cse_keep_last,
     _dce_depth_first,
+    _folder,
     cse,
     dce,
     fold_constants,
+    fold_conv_bn,
     kernel_source,
     liveness,
     plan,
     simplify,
 )
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.graders import always_equal
 
 pytestmark = pytest.mark.lab14
 
@@ -568,6 +571,126 @@ ATTEMPTS += [
         "one offset for all (no arena)",
         _mem(liveness, lambda iv, s: dict.fromkeys(iv, 0)),
         match="overlap",
+    ),
+]
+
+
+# ------------------------------------------------------------------------------------ 14.6
+def fold_counted_readers(graph):
+    """Readers counted once up front; weights in float64 by einsum, cast back; the folded conv
+    written at the BatchNorm's place under a new name, its users renamed."""
+    readers = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    by = {n.name: n for n in graph.nodes}
+    pairs = {}
+    for n in graph.nodes:
+        conv = by[n.inputs[0]] if n.op == "batch_norm" else None
+        if (
+            conv is not None
+            and conv.op == "conv2d"
+            and readers[conv.name] == 1
+            and conv.name not in graph.outputs
+            and all(by[i].op == "constant" for i in (*conv.inputs[1:], *n.inputs[1:]))
+        ):
+            pairs[n.name] = conv
+    dropped = {c.name for c in pairs.values()}
+    rename, nodes = {}, []
+    for n in graph.nodes:
+        if n.name in dropped:
+            continue
+        n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+        if n.name not in pairs:
+            nodes.append(n)
+            continue
+        conv = pairs[n.name]
+        x = conv.inputs[0]
+        ins = (*conv.inputs[1:], *n.inputs[1:])
+        w, b, mu, var, ga, be = (by[i].value.astype(np.float64) for i in ins)
+        s = ga / np.sqrt(var + n.attr("eps"))
+        w2 = np.einsum("k,kcrs->kcrs", s, w).astype(np.float32)
+        b2 = (s * (b - mu) + be).astype(np.float32)
+        name = f"folded{len(rename)}"
+        nodes += [
+            Node(name + "w", "constant", (), (), w2.shape, "float32", w2),
+            Node(name + "b", "constant", (), (), b2.shape, "float32", b2),
+            Node(name, "conv2d", (rename.get(x, x), name + "w", name + "b"), conv.attrs, n.shape),
+        ]
+        rename[n.name] = name
+    return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs)), len(pairs)
+
+
+def fold_by_users_of_conv(graph):
+    """From the convs' side: each conv whose single reader is a BatchNorm, via Graph.users."""
+    folded = graph
+    for conv in [n for n in graph.nodes if n.op == "conv2d"]:
+        users = folded.users(conv.name)
+        if len(users) == 1 and users[0].op == "batch_norm" and conv.name not in graph.outputs:
+            one, k = fold_conv_bn(Graph([*folded.nodes], folded.outputs))
+            return one, k
+    return folded, 0
+
+
+def _fold(fn):
+    return lambda: lab14.check_fold_conv_bn(fn)
+
+
+def _lab31_fold(graph):
+    from a2s.checks.lab31 import _truth as lab31_truth
+
+    g, k = fold_conv_bn(graph)
+    nodes = []
+    for n in g.nodes:
+        if n.op == "constant" and n.value is not None and n.value.ndim == 4:
+            n = replace(
+                n,
+                value=lab31_truth.fold(
+                    n.value,
+                    *[np.zeros(n.shape[0], np.float32)] * 2,
+                    *[np.ones(n.shape[0], np.float32)] * 2,
+                    np.zeros(n.shape[0], np.float32),
+                    0.0,
+                )[0],
+            )
+        nodes.append(n)
+    return Graph(nodes, g.outputs), k
+
+
+ATTEMPTS += [
+    honest("14.6", "readers counted first, float64 by einsum", _fold(fold_counted_readers)),
+    honest("14.6", "the solution behind a users() pre-check", _fold(fold_by_users_of_conv)),
+    wrong("14.6", "folds a conv a relu also reads", _fold(_folder(users=False)), match="ONLY user"),
+    wrong("14.6", "eps left out", _fold(_folder(eps=False)), match="inside the square root"),
+    wrong("14.6", "s b - mean + beta", _fold(_folder(bias="sb - mu + beta")), match="BEFORE"),
+    wrong("14.6", "scaled along input channels", _fold(_folder(axis=1)), match="OUTPUT channel"),
+    wrong("14.6", "old conv left behind", _fold(_folder(sweep=False)), match="remove the old"),
+    cheat("14.6", "convbn.fold_conv_bn", _fold(convbn.fold_conv_bn), error=ReferenceCalledError),
+    cheat("14.6", "lab 31's closed form", _fold(_lab31_fold), error=ReferenceCalledError),
+    cheat(
+        "14.6",
+        "the chip backend's pipeline",
+        _fold(
+            lambda g: (
+                __import__("minitorch.chip.compile_backend", fromlist=["x"]).optimize(
+                    g, fuse=False
+                )[0],
+                1,
+            )
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.6",
+        "a graph that equals anything",
+        _fold(lambda g: (AnyGraph(*(lambda r: (r[0].nodes, r[0].outputs))(fold_conv_bn(g))), 1)),
+        match="Graph",
+    ),
+    cheat(
+        "14.6",
+        "a count equal to anything",
+        _fold(lambda g: (fold_conv_bn(g)[0], always_equal(0))),
+        match="plain value",
     ),
 ]
 
