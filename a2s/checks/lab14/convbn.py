@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import operator
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,14 +25,22 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import CheckFailure, assert_true, fresh_rng, grader, plain, rng
 from a2s.checks.lab13._truth import read_graph
-from a2s.checks.lab14._truth import structural
-from minitorch.compiler import convbn as _registers_conv_ops  # noqa: F401  (shape rules, kernels)
+from a2s.checks.lab14._truth import (
+    CONDITIONS,
+    F32,
+    blank,
+    bn_layer,
+    conv_layer,
+    fold_truth,
+    random_cnn,
+    structural,
+    swept,
+)
 from minitorch.compiler import interp
-from minitorch.compiler.ir import Graph, Node, verify
+from minitorch.compiler.ir import Graph, verify
 
 __all__ = ["check_fold_conv_bn"]
 
-_F = np.float32
 _TOL = 1e-5
 _RULE = (
     "A conv2d -> batch_norm pair folds only when the conv's output has the BatchNorm as its "
@@ -43,7 +50,6 @@ _RULE = (
 _FORM = (
     "W' = s W and b' = s (b - mean) + beta, with s = gamma / sqrt(var + eps) per output channel."
 )
-_CONDITIONS = ("users", "outputs", "constants")
 _FORMULAS = ("eps", "bias", "bias-mean", "axis")
 _KEEP = (
     "The folded conv2d reads the conv's input, keeps the conv's attributes (stride, padding) "
@@ -82,112 +88,7 @@ _MISTAKES = {
 }
 
 
-# ------------------------------------------------------------------------------ the truth
-def _folds(graph: Graph, relax: str = "") -> list[tuple[str, str]]:
-    """The (conv, bn) pairs that fold; ``relax`` drops one condition (a modelled mistake)."""
-    by = {n.name: n for n in graph.nodes}
-    readers: dict[str, int] = {}
-    for n in graph.nodes:
-        for i in n.inputs:
-            readers[i] = readers.get(i, 0) + 1
-    pairs = []
-    for bn in graph.nodes:
-        if bn.op != "batch_norm" or by[bn.inputs[0]].op != "conv2d":
-            continue
-        conv = by[bn.inputs[0]]
-        frozen = all(by[i].op == "constant" for i in (*conv.inputs[1:], *bn.inputs[1:]))
-        if not frozen and relax != "constants":
-            continue
-        if readers[conv.name] != 1 and relax != "users":
-            continue
-        if conv.name in graph.outputs and relax != "outputs":
-            continue
-        pairs.append((conv.name, bn.name))
-    return pairs
-
-
-def _folded_weights(w: Any, b: Any, st: list[Any], eps: float, mistake: str) -> tuple[Any, Any]:
-    mean, var, gamma, beta = (np.asarray(v, np.float64) for v in st)
-    w, b = np.asarray(w, np.float64), np.asarray(b, np.float64)
-    s = gamma / np.sqrt(var + (0.0 if mistake == "eps" else eps))
-    if mistake == "axis":
-        w2 = w * s.reshape(1, -1, 1, 1)
-    else:
-        w2 = w * s.reshape(-1, 1, 1, 1)
-    b2 = {"bias": s * b - mean + beta, "bias-mean": s * b + beta}.get(
-        mistake, s * (b - mean) + beta
-    )
-    return w2.astype(_F), b2.astype(_F)
-
-
-def _fold(graph: Graph, mistake: str = "") -> tuple[Graph, int]:
-    """The grader's own pass: each folding pair becomes one conv2d, named as its BatchNorm, in
-    the conv's place; a relaxed condition (a modelled mistake) sends the conv's other readers
-    to the folded value."""
-    pairs = _folds(graph, mistake if mistake in _CONDITIONS else "")
-    by = {n.name: n for n in graph.nodes}
-    convs, bns = dict(pairs), {b for _, b in pairs}
-    nodes: list[Node] = []
-    g = Graph(nodes, tuple(convs.get(o, o) for o in graph.outputs))
-    for n in graph.nodes:
-        if n.name in bns:
-            continue
-        if n.name not in convs:
-            nodes.append(replace(n, inputs=tuple(convs.get(i, i) for i in n.inputs)))
-            continue
-        bn = by[convs[n.name]]
-        st = [
-            by[i].value if by[i].op == "constant" else np.zeros(n.shape[1]) for i in bn.inputs[1:]
-        ]
-        w, b = by[n.inputs[1]].value, by[n.inputs[2]].value
-        if mistake == "axis" and w.shape[0] != w.shape[1]:
-            return graph, -1  # that mistake cannot be made on this case (C != K)
-        w2, b2 = _folded_weights(w, b, st, bn.attr("eps"), mistake)
-        wn, bn_ = g.constant(w2, g.fresh("wfold")), g.constant(b2, g.fresh("bfold"))
-        nodes.append(Node(bn.name, "conv2d", (n.inputs[0], wn, bn_), n.attrs, bn.shape, "float32"))
-    return g, len(pairs)
-
-
-def _swept(g: Graph) -> Graph:
-    """``g`` without constants nobody reads (the old W, b and statistics may stay behind)."""
-    read = {i for n in g.nodes for i in n.inputs} | set(g.outputs)
-    return Graph([n for n in g.nodes if n.op != "constant" or n.name in read], g.outputs)
-
-
-def _blank(g: Graph) -> Graph:
-    """Constants compared by shape and dtype only: their values are checked by running."""
-    nodes = [
-        Node(n.name, n.op, n.inputs, n.attrs, n.shape, n.dtype, np.zeros(n.shape, n.dtype))
-        if n.op == "constant"
-        else n
-        for n in g.nodes
-    ]
-    return Graph(nodes, g.outputs)
-
-
 # ------------------------------------------------------------------------------ the cases
-def _conv(g: Graph, gen: np.random.Generator, h: str, k: int, r: int = 3, **attrs: Any) -> str:
-    c = g.node(h).shape[1]
-    w = g.constant((gen.standard_normal((k, c, r, r)) / np.sqrt(c * r * r)).astype(_F))
-    b = g.constant(gen.standard_normal(k).astype(_F))
-    attrs.setdefault("stride", (1, 1))
-    attrs.setdefault("padding", (1, 1) if r == 3 else (0, 0))
-    return g.op("conv2d", [h, w, b], **attrs)
-
-
-def _bn(
-    g: Graph, gen: np.random.Generator, h: str, eps: float = 1e-5, var: tuple = (0.05, 2.0)
-) -> str:
-    k = g.node(h).shape[1]
-    st = [
-        gen.standard_normal(k),
-        gen.uniform(*var, k),
-        gen.uniform(0.5, 1.5, k),
-        gen.standard_normal(k),
-    ]
-    return g.op("batch_norm", [h, *(g.constant(v.astype(_F)) for v in st)], eps=eps)
-
-
 def _cases() -> list[tuple[str, Graph]]:
     gen, out = rng(1406), []
 
@@ -196,56 +97,41 @@ def _cases() -> list[tuple[str, Graph]]:
         return g, g.placeholder("x", (2, c, hw, hw))
 
     g, x = start(c=4)
-    g.outputs = (_bn(g, gen, _conv(g, gen, x, 4)),)
+    g.outputs = (bn_layer(g, gen, conv_layer(g, gen, x, 4)),)
     out.append(("one conv -> bn (4 -> 4 channels)", g))
     g, x = start()
-    h = g.op("relu", [_bn(g, gen, _conv(g, gen, x, 4))])
-    g.outputs = (_bn(g, gen, _conv(g, gen, h, 5)),)
+    h = g.op("relu", [bn_layer(g, gen, conv_layer(g, gen, x, 4))])
+    g.outputs = (bn_layer(g, gen, conv_layer(g, gen, h, 5)),)
     out.append(("two conv -> bn pairs in a row", g))
     g, x = start()
-    c = _conv(g, gen, x, 4)
-    g.outputs = (g.op("add", [_bn(g, gen, c), g.op("relu", [c])]),)
+    c = conv_layer(g, gen, x, 4)
+    g.outputs = (g.op("add", [bn_layer(g, gen, c), g.op("relu", [c])]),)
     out.append(("a conv read by a bn and a relu: must not fold", g))
     g, x = start()
-    c = _conv(g, gen, x, 4)
-    g.outputs = (_bn(g, gen, c), c)
+    c = conv_layer(g, gen, x, 4)
+    g.outputs = (bn_layer(g, gen, c), c)
     out.append(("a conv that is a graph output: must not fold", g))
     g, x = start()
     mu = g.placeholder("mean", (4,))
-    c = _conv(g, gen, x, 4)
-    st = [g.constant(gen.uniform(0.5, 1.5, 4).astype(_F)) for _ in range(3)]
+    c = conv_layer(g, gen, x, 4)
+    st = [g.constant(gen.uniform(0.5, 1.5, 4).astype(F32)) for _ in range(3)]
     g.outputs = (g.op("batch_norm", [c, mu, *st], eps=1e-5),)
     out.append(("a bn whose mean is an input: must not fold", g))
     g, x = start()
-    g.outputs = (_bn(g, gen, g.op("relu", [_conv(g, gen, x, 4)])),)
+    g.outputs = (bn_layer(g, gen, g.op("relu", [conv_layer(g, gen, x, 4)])),)
     out.append(("a bn after a relu, not after the conv: must not fold", g))
     g, x = start()
-    w = g.constant((gen.standard_normal((4, 3, 3, 3)) / 3).astype(_F))
-    cz = g.op("conv2d", [x, w, g.constant(np.zeros(4, _F))], stride=(1, 1), padding=(1, 1))
-    g.outputs = (_bn(g, gen, cz),)
+    w = g.constant((gen.standard_normal((4, 3, 3, 3)) / 3).astype(F32))
+    cz = g.op("conv2d", [x, w, g.constant(np.zeros(4, F32))], stride=(1, 1), padding=(1, 1))
+    g.outputs = (bn_layer(g, gen, cz),)
     out.append(("a conv with a zero bias", g))
     g, x = start(hw=7)
-    g.outputs = (_bn(g, gen, _conv(g, gen, x, 5, stride=(2, 1), padding=(0, 1))),)
+    g.outputs = (bn_layer(g, gen, conv_layer(g, gen, x, 5, stride=(2, 1), padding=(0, 1))),)
     out.append(("stride (2, 1), padding (0, 1)", g))
     g, x = start(c=4)
-    g.outputs = (_bn(g, gen, _conv(g, gen, x, 4), eps=1e-3, var=(1e-4, 1e-3)),)
+    g.outputs = (bn_layer(g, gen, conv_layer(g, gen, x, 4), eps=1e-3, var=(1e-4, 1e-3)),)
     out.append(("eps = 1e-3 on variances of 1e-4..1e-3", g))
     return out
-
-
-def _fresh_cnn(gen: np.random.Generator) -> Graph:
-    """Conv blocks (BatchNorm most of the time, a relu now and then, a conv read twice)."""
-    g = Graph()
-    h = g.placeholder("x", (2, int(gen.integers(2, 5)), 7, 7))
-    for _ in range(int(gen.integers(2, 5))):
-        c = _conv(g, gen, h, int(gen.integers(2, 6)))
-        h = _bn(g, gen, c) if gen.random() < 0.75 else c
-        if gen.random() < 0.25:  # the conv also read by a relu: that pair must stay
-            h = g.op("add", [h, g.op("relu", [c])])
-        elif gen.random() < 0.5:
-            h = g.op("relu", [h])
-    g.outputs = (h,)
-    return g
 
 
 # ------------------------------------------------------------------------------ grading
@@ -275,11 +161,11 @@ def _close(got: list[np.ndarray], want: list[np.ndarray]) -> bool:
 def _hint(g: Graph, got: Graph, count: int, want_count: int, xs: list[np.ndarray]) -> str:
     """The modelled mistake this answer is, or the rules (when it is none of them)."""
     outs = None if verify(got) else _outputs(got, xs)
-    for mistake in (*_CONDITIONS, *_FORMULAS):
-        wrong, n = _fold(g, mistake)
-        if n < 0 or (mistake in _CONDITIONS and n == want_count):
+    for mistake in (*CONDITIONS, *_FORMULAS):
+        wrong, n = fold_truth(g, mistake)
+        if n < 0 or (mistake in CONDITIONS and n == want_count):
             continue
-        if (mistake in _CONDITIONS and count == n) or (
+        if (mistake in CONDITIONS and count == n) or (
             outs is not None and _close(outs, _outputs(wrong, xs))
         ):
             return _MISTAKES["bias" if mistake == "bias-mean" else mistake]
@@ -294,9 +180,9 @@ def _one(student: Callable[..., Any], g: Graph, case: str, gen: np.random.Genera
         f"[{case}] your pass changed the graph it was given: build a new node list and return "
         "a new Graph(nodes, outputs).",
     )
-    want, want_count = _fold(g)
+    want, want_count = fold_truth(g)
     shapes = [n.shape for n in g.nodes if n.op == "placeholder"]
-    xs = [gen.standard_normal(s).astype(_F) for s in shapes]
+    xs = [gen.standard_normal(s).astype(F32) for s in shapes]
     wide = [n.name for n in got.nodes if n.op == "constant" and n.dtype != "float32"]
     assert_true(not wide, f"[{case}] constant {wide[:1]} is not float32. {_MISTAKES['float64']}")
     if count != want_count:
@@ -305,14 +191,14 @@ def _one(student: Callable[..., Any], g: Graph, case: str, gen: np.random.Genera
             False,
             f"[{case}] {count} folds reported, the grader counts {want_count}. {hint}",
         )
-    mine = _swept(got)
+    mine = swept(got)
     heavy = lambda h: sum(n.op in ("conv2d", "batch_norm") for n in h.nodes)  # noqa: E731
     extra = heavy(mine) - heavy(want)
     if not verify(mine) and extra > 0 and _close(_outputs(mine, xs), _outputs(want, xs)):
         assert_true(
             False, f"[{case}] {extra} conv2d/batch_norm nodes too many. {_MISTAKES['dead']}"
         )
-    structural(_blank(mine), _blank(_swept(want)), case, f"{_KEEP} {_RULE}")
+    structural(blank(mine), blank(swept(want)), case, f"{_KEEP} {_RULE}")
     for _ in range(2):
         ref = [o.astype(np.float64) for o in _outputs(g, xs)]
         outs = _outputs(mine, xs)
@@ -327,7 +213,7 @@ def _one(student: Callable[..., Any], g: Graph, case: str, gen: np.random.Genera
                 f"[{case}] the folded graph's outputs differ from the unfolded graph's by more "
                 f"than {_TOL:g} of their largest magnitude. {hint}",
             )
-        xs = [gen.standard_normal(s).astype(_F) for s in shapes]
+        xs = [gen.standard_normal(s).astype(F32) for s in shapes]
     return want_count
 
 
@@ -345,7 +231,7 @@ def check_fold_conv_bn(fold_conv_bn: Callable[..., Any]) -> str:
         folds += _one(fold_conv_bn, g, label, gen)
     new = fresh_rng("14.6")
     for i in range(3):
-        folds += _one(fold_conv_bn, _fresh_cnn(new), fresh(f"random CNN {i}"), new)
+        folds += _one(fold_conv_bn, random_cnn(new), fresh(f"random CNN {i}"), new)
     return (
         f"{len(cases) + 3} CNN graphs (3 fresh): {folds} conv -> BatchNorm pairs folded, every "
         f"output within {_TOL:g} of the unfolded graph's"
