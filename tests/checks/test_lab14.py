@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
 from a2s.checks import lab14
-from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
-from minitorch.compiler import fusion, interp, memory, passes
+from a2s.checks.core import CheckFailure, ForbiddenCallError, ReferenceCalledError
+from minitorch.compiler import convbn, fusion, interp, memory, passes
 from minitorch.compiler.ir import Graph, Node
 from tests.helpers.graders import rejects, unblocked_in
 
@@ -72,6 +73,37 @@ MUSTS = [
     ),
     ("14.5", "or `len(graph.nodes)` for an output", "test_liveness_forgetting_outputs_is_rejected"),
     ("14.5", "`max(o + sizes[v]) >= L` always", "test_attempt"),
+    (
+        "14.6",
+        "the conv's output must have the BatchNorm as its **only** user",
+        "test_folding_a_conv_with_other_users_is_rejected",
+    ),
+    ("14.6", "must not be a graph output", "test_folding_a_conv_that_is_an_output_is_rejected"),
+    ("14.6", "must be **constants**", "test_folding_on_a_mean_that_is_an_input_is_rejected"),
+    (
+        "14.6",
+        "the old `conv2d` and `batch_norm` nodes are gone",
+        "test_leaving_the_old_conv_behind_is_rejected",
+    ),
+    ("14.6", "(float32, as $W$ is)", "test_folded_weights_in_float64_are_rejected"),
+    ("14.6", "`folds` is the number of pairs folded", "test_a_wrong_fold_count_is_rejected"),
+    (
+        "14.6",
+        "within $10^{-5}$ of each output's largest magnitude",
+        "test_folding_without_eps_is_rejected",
+    ),
+    (
+        "14.6",
+        "b'_k = s_k (b_k - \\mu_k) + \\beta_k",
+        "test_folding_with_the_mean_outside_the_scale_is_rejected",
+    ),
+    ("14.6", "output channel } k", "test_scaling_the_input_channels_is_rejected"),
+    (
+        "14.6",
+        "stride and padding are the conv's",
+        "test_fold_conv_bn_dropping_the_stride_is_rejected",
+    ),
+    ("14.6", "Do not modify `graph`.", "test_fold_conv_bn_modifying_its_input_is_rejected"),
 ]
 
 
@@ -235,13 +267,75 @@ def plan(intervals: dict[str, tuple[int, int]], sizes: dict[str, int]) -> dict[s
     return offsets
 
 
+def fold_conv_bn(graph: Graph) -> tuple[Graph, int]:
+    """Every frozen conv2d -> batch_norm pair folded into one conv2d; (graph, folds)."""
+    return _folder()(graph)
+
+
+def _folder(
+    *,
+    users: bool = True,
+    outputs: bool = True,
+    eps: bool = True,
+    bias: str = "s(b - mu) + beta",
+    axis: int = 0,
+    sweep: bool = True,
+    dtype: type = np.float32,
+) -> Any:
+    """The notebook's solution, with one of its rules switched off (a modelled mistake)."""
+
+    def fold(graph: Graph) -> tuple[Graph, int]:
+        pairs = {}
+        for bn in graph.nodes:
+            if bn.op != "batch_norm":
+                continue
+            conv = graph.node(bn.inputs[0])
+            if conv.op != "conv2d" or (outputs and conv.name in graph.outputs):
+                continue
+            if users and len(graph.users(conv.name)) != 1:
+                continue
+            if all(graph.node(i).op == "constant" for i in (*conv.inputs[1:], *bn.inputs[1:])):
+                pairs[conv.name] = bn
+        gone = {bn.name for bn in pairs.values()}
+        nodes = []
+        for n in graph.nodes:
+            if n.name in pairs:
+                bn = pairs[n.name]
+                ins = (*n.inputs[1:], *bn.inputs[1:])
+                w, b, mean, var, gamma, beta = (graph.node(i).value for i in ins)
+                s = gamma / np.sqrt(var.astype(dtype) + (bn.attr("eps") if eps else 0.0))
+                shape = [1, 1, 1, 1]
+                shape[axis] = -1
+                w2 = (w * s.reshape(shape)).astype(dtype)
+                b2 = {
+                    "s(b - mu) + beta": (b - mean) * s + beta,
+                    "sb - mu + beta": s * b - mean + beta,
+                }[bias].astype(dtype)
+                wf, bf = f"{bn.name}_w", f"{bn.name}_b"
+                nodes += [
+                    Node(wf, "constant", (), (), w2.shape, str(w2.dtype), w2),
+                    Node(bf, "constant", (), (), b2.shape, str(b2.dtype), b2),
+                ]
+                if not sweep:
+                    nodes.append(n)
+                nodes.append(
+                    replace(n, name=bn.name, inputs=(n.inputs[0], wf, bf), dtype=str(w2.dtype))
+                )
+            elif n.name not in gone:
+                nodes.append(n)
+        return Graph(nodes, graph.outputs), len(pairs)
+
+    return fold
+
+
 def test_correct_answers_pass(capsys: pytest.CaptureFixture[str]) -> None:
     lab14.check_dce(dce)
     lab14.check_cse(cse)
     lab14.check_fold_and_simplify(fold_constants, simplify)
     lab14.check_kernel_source(kernel_source)
     lab14.check_memory_plan(liveness, plan)
-    assert capsys.readouterr().out.count("passed") == 5
+    lab14.check_fold_conv_bn(fold_conv_bn)
+    assert capsys.readouterr().out.count("passed") == 6
 
 
 # --------------------------------------------------------------------------- other correct answers
@@ -333,6 +427,7 @@ def test_the_reference_passes_its_own_graders() -> None:
     lab14.check_fold_and_simplify(lambda g: fold_(g)[0], lambda g: simplify_(g)[0])
     source = ref(fusion.kernel_source)
     lab14.check_kernel_source(lambda g, names: source(g, names)[0])
+    lab14.check_fold_conv_bn(ref(convbn.fold_conv_bn))
 
 
 # --------------------------------------------------------------------------- 14.1 DCE
@@ -677,3 +772,110 @@ def test_plan_calling_the_reference_is_rejected() -> None:
 
 def test_interpreter_runs_fused_graphs() -> None:
     assert "fused" in interp.EXTENSIONS
+
+
+# --------------------------------------------------------------------------- 14.6 conv-BN folding
+def test_folding_a_conv_with_other_users_is_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, _folder(users=False), match="ONLY user")
+
+
+def test_folding_a_conv_that_is_an_output_is_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, _folder(outputs=False), match="is a graph output")
+
+
+def test_folding_on_a_mean_that_is_an_input_is_rejected() -> None:
+    def unfrozen(graph: Graph) -> tuple[Graph, int]:
+        stats = {n.name: n for n in graph.nodes if n.op == "placeholder" and n.shape == (4,)}
+        if not stats:
+            return fold_conv_bn(graph)
+        nodes = [
+            replace(n, op="constant", value=np.zeros(n.shape, np.float32)) if n.name in stats else n
+            for n in graph.nodes
+        ]
+        folded, count = fold_conv_bn(Graph(nodes, graph.outputs))
+        return Graph([stats.get(n.name, n) for n in folded.nodes], folded.outputs), count
+
+    rejects(lab14.check_fold_conv_bn, unfrozen, match="not constants")
+
+
+def test_folding_without_eps_is_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, _folder(eps=False), match="inside the square root")
+
+
+def test_folding_with_the_mean_outside_the_scale_is_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, _folder(bias="sb - mu + beta"), match="BEFORE scaling")
+
+
+def test_scaling_the_input_channels_is_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, _folder(axis=1), match="OUTPUT channel")
+
+
+def test_leaving_the_old_conv_behind_is_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, _folder(sweep=False), match="remove the old conv2d")
+
+
+def test_folded_weights_in_float64_are_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, _folder(dtype=np.float64), match="stay float32")
+
+
+def test_a_wrong_fold_count_is_rejected() -> None:
+    rejects(lab14.check_fold_conv_bn, lambda g: (fold_conv_bn(g)[0], 0), match="the grader counts")
+
+
+def test_conv_bn_hints_name_a_mistake_only_when_the_answer_is_it() -> None:
+    def off_by_a_bit(graph: Graph) -> tuple[Graph, int]:
+        folded, count = fold_conv_bn(graph)
+        nodes = [
+            replace(n, value=n.value * np.float32(1.01)) if n.name.endswith("_b") else n
+            for n in folded.nodes
+        ]
+        return Graph(nodes, folded.outputs), count
+
+    with pytest.raises(CheckFailure) as info:
+        lab14.check_fold_conv_bn(off_by_a_bit)
+    message = str(info.value)
+    assert "differ from the unfolded graph" in message
+    assert not any(w in message for w in ("square root", "BEFORE scaling", "OUTPUT channel"))
+    rejects(lab14.check_fold_conv_bn, lambda g: (g, 0), match="the grader counts")
+
+
+def test_fold_conv_bn_calling_the_reference_is_rejected() -> None:
+    rejects(
+        lab14.check_fold_conv_bn,
+        convbn.fold_conv_bn,
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+def test_fold_conv_bn_calling_lab31s_truth_is_rejected() -> None:
+    from a2s.checks.lab31 import _truth as lab31_truth
+
+    def borrowed(graph: Graph) -> tuple[Graph, int]:
+        lab31_truth.fold(*[np.ones(2, np.float32)] * 6, 1e-5)
+        return fold_conv_bn(graph)
+
+    rejects(lab14.check_fold_conv_bn, borrowed, match="reference", error=ReferenceCalledError)
+
+
+def test_fold_conv_bn_dropping_the_stride_is_rejected() -> None:
+    def unit_stride(graph: Graph) -> tuple[Graph, int]:
+        folded, count = fold_conv_bn(graph)
+        nodes = [
+            replace(n, attrs=(("padding", n.attr("padding")), ("stride", (1, 1))))
+            if n.op == "conv2d" and n.attr("stride") != (1, 1)
+            else n
+            for n in folded.nodes
+        ]
+        return Graph(nodes, folded.outputs), count
+
+    rejects(lab14.check_fold_conv_bn, unit_stride, match="stride, padding")
+
+
+def test_fold_conv_bn_modifying_its_input_is_rejected() -> None:
+    def in_place(graph: Graph) -> tuple[Graph, int]:
+        folded, count = fold_conv_bn(graph)
+        graph.nodes[:] = folded.nodes
+        return graph, count
+
+    rejects(lab14.check_fold_conv_bn, in_place, match="changed the graph it was given")

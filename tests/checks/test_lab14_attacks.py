@@ -5,6 +5,18 @@ once, a CSE that ignores attributes or forgets the outputs, a simplifier blind t
 folding in float64, a kernel that takes intermediates as arguments, half-open liveness, first
 fit); cheats are the reference passes, their private helpers, lab 13's interpreter in a
 kernel, torch, and values that decide their own equality.
+
+14.6 (conv-BN folding), tried by a reviewer after the builder: honest answers rebuilt with
+Graph()'s builders in a recursive walk from the outputs, a class with the folded constants
+first in the node list, the solution behind functools.wraps; wrong ones that scale the input's
+W in place, fold a conv read by two BNs (a copy each), check only the statistics for
+constants, fold a mean that is an input, fold a conv that is an output, fold in float64;
+cheats: onnxruntime's ConvBNFusion on lab 31's ONNX export, lab 31's grader's _scale, the
+grader's fold_truth and pair finder, torch's fuse_conv_bn_weights, the input back with the
+true count, the input mutated and returned, the grader's graphs rewritten via frames and via
+gc, the expected graph looked for in frames, a lying Graph subclass, a lying ndarray subclass.
+Found and fixed: the in-place W, the two-BN conv, the unchecked W, onnxruntime, _scale, and the
+frame/gc rewrites (cases are now frozen immutable tuples, thawed per call).
 """
 
 from __future__ import annotations
@@ -16,22 +28,25 @@ import pytest
 
 from a2s.checks import lab14
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
-from minitorch.compiler import fusion, interp, memory, passes
+from minitorch.compiler import convbn, fusion, interp, memory, passes
 from minitorch.compiler.ir import Graph, Node
 from tests.checks.test_lab14 import (
     NUMPY,
     _cse_commutative,
     _cse_keep_last,
     _dce_depth_first,
+    _folder,
     cse,
     dce,
     fold_constants,
+    fold_conv_bn,
     kernel_source,
     liveness,
     plan,
     simplify,
 )
-from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
+from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrapped, wrong
+from tests.helpers.graders import always_equal
 
 pytestmark = pytest.mark.lab14
 
@@ -568,6 +583,505 @@ ATTEMPTS += [
         "one offset for all (no arena)",
         _mem(liveness, lambda iv, s: dict.fromkeys(iv, 0)),
         match="overlap",
+    ),
+]
+
+
+# ------------------------------------------------------------------------------------ 14.6
+def fold_counted_readers(graph):
+    """Readers counted once up front; weights in float64 by einsum, cast back; the folded conv
+    written at the BatchNorm's place under a new name, its users renamed."""
+    readers = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    by = {n.name: n for n in graph.nodes}
+    pairs = {}
+    for n in graph.nodes:
+        conv = by[n.inputs[0]] if n.op == "batch_norm" else None
+        if (
+            conv is not None
+            and conv.op == "conv2d"
+            and readers[conv.name] == 1
+            and conv.name not in graph.outputs
+            and all(by[i].op == "constant" for i in (*conv.inputs[1:], *n.inputs[1:]))
+        ):
+            pairs[n.name] = conv
+    dropped = {c.name for c in pairs.values()}
+    rename, nodes = {}, []
+    for n in graph.nodes:
+        if n.name in dropped:
+            continue
+        n = replace(n, inputs=tuple(rename.get(i, i) for i in n.inputs))
+        if n.name not in pairs:
+            nodes.append(n)
+            continue
+        conv = pairs[n.name]
+        x = conv.inputs[0]
+        ins = (*conv.inputs[1:], *n.inputs[1:])
+        w, b, mu, var, ga, be = (by[i].value.astype(np.float64) for i in ins)
+        s = ga / np.sqrt(var + n.attr("eps"))
+        w2 = np.einsum("k,kcrs->kcrs", s, w).astype(np.float32)
+        b2 = (s * (b - mu) + be).astype(np.float32)
+        name = f"folded{len(rename)}"
+        nodes += [
+            Node(name + "w", "constant", (), (), w2.shape, "float32", w2),
+            Node(name + "b", "constant", (), (), b2.shape, "float32", b2),
+            Node(name, "conv2d", (rename.get(x, x), name + "w", name + "b"), conv.attrs, n.shape),
+        ]
+        rename[n.name] = name
+    return Graph(nodes, tuple(rename.get(o, o) for o in graph.outputs)), len(pairs)
+
+
+def fold_by_users_of_conv(graph):
+    """From the convs' side: each conv whose single reader is a BatchNorm, via Graph.users."""
+    folded = graph
+    for conv in [n for n in graph.nodes if n.op == "conv2d"]:
+        users = folded.users(conv.name)
+        if len(users) == 1 and users[0].op == "batch_norm" and conv.name not in graph.outputs:
+            one, k = fold_conv_bn(Graph([*folded.nodes], folded.outputs))
+            return one, k
+    return folded, 0
+
+
+def _fold(fn):
+    return lambda: lab14.check_fold_conv_bn(fn)
+
+
+def _lab31_fold(graph):
+    from a2s.checks.lab31 import _truth as lab31_truth
+
+    g, k = fold_conv_bn(graph)
+    nodes = []
+    for n in g.nodes:
+        if n.op == "constant" and n.value is not None and n.value.ndim == 4:
+            n = replace(
+                n,
+                value=lab31_truth.fold(
+                    n.value,
+                    *[np.zeros(n.shape[0], np.float32)] * 2,
+                    *[np.ones(n.shape[0], np.float32)] * 2,
+                    np.zeros(n.shape[0], np.float32),
+                    0.0,
+                )[0],
+            )
+        nodes.append(n)
+    return Graph(nodes, g.outputs), k
+
+
+def fold_rebuilt(graph):
+    """The graph rebuilt from scratch with Graph()'s own builders, in a topological walk from
+    the outputs (depth first, recursive): fresh names everywhere, the folded conv via g.op."""
+    by = {n.name: n for n in graph.nodes}
+    readers = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    g, made, count = Graph(), {}, [0]
+    for n in graph.nodes:  # inputs first, in their order
+        if n.op == "placeholder":
+            made[n.name] = g.placeholder(n.name, n.shape, n.dtype)
+
+    def build(name):
+        if name in made:
+            return made[name]
+        n = by[name]
+        if n.op == "constant":
+            made[name] = g.constant(n.value.copy())
+            return made[name]
+        conv = by.get(n.inputs[0]) if n.op == "batch_norm" else None
+        if (
+            conv is not None
+            and conv.op == "conv2d"
+            and readers[conv.name] == 1
+            and conv.name not in graph.outputs
+            and all(by[i].op == "constant" for i in (*conv.inputs[1:], *n.inputs[1:]))
+        ):
+            w, b, mu, var, ga, be = (by[i].value for i in (*conv.inputs[1:], *n.inputs[1:]))
+            s = (ga / np.sqrt(var + n.attr("eps"))).astype(np.float32)
+            x = build(conv.inputs[0])
+            wf = g.constant((w * s[:, None, None, None]).astype(np.float32))
+            bf = g.constant(((b - mu) * s + be).astype(np.float32))
+            made[name] = g.op("conv2d", [x, wf, bf], **dict(conv.attrs))
+            count[0] += 1
+            return made[name]
+        ins = [build(i) for i in n.inputs]
+        made[name] = g.op(n.op, ins, **dict(n.attrs))
+        return made[name]
+
+    g.outputs = tuple(build(o) for o in graph.outputs)
+    return g, count[0]
+
+
+class ConvBNFolder:
+    """A class, the pairs found from the convs' side; the folded constants put first in the
+    node list (before the placeholder), the folded conv at the BatchNorm's place."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def pairs(self):
+        g = self.graph
+        for conv in g.nodes:
+            users = g.users(conv.name)
+            if conv.op != "conv2d" or conv.name in g.outputs or len(users) != 1:
+                continue
+            bn = users[0]
+            if bn.op == "batch_norm" and bn.inputs[0] == conv.name:
+                if all(g.node(i).op == "constant" for i in (*conv.inputs[1:], *bn.inputs[1:])):
+                    yield conv, bn
+
+    def __call__(self):
+        g, front, at, drop = self.graph, [], {}, set()
+        for conv, bn in self.pairs():
+            w, b = (g.node(i).value.astype(np.float64) for i in conv.inputs[1:])
+            mu, var, ga, be = (g.node(i).value.astype(np.float64) for i in bn.inputs[1:])
+            s = ga / np.sqrt(var + bn.attr("eps"))
+            w2 = np.multiply(w, s.reshape(-1, 1, 1, 1), dtype=np.float64).astype(np.float32)
+            b2 = (s * b - s * mu + be).astype(np.float32)
+            wn, bn_ = f"__w_{bn.name}", f"__b_{bn.name}"
+            front += [
+                Node(wn, "constant", (), (), w2.shape, "float32", w2),
+                Node(bn_, "constant", (), (), b2.shape, "float32", b2),
+            ]
+            at[bn.name] = Node(bn.name, "conv2d", (conv.inputs[0], wn, bn_), conv.attrs, bn.shape)
+            drop.add(conv.name)
+        rest = [at.get(n.name, n) for n in g.nodes if n.name not in drop]
+        return Graph(front + rest, g.outputs), len(at)
+
+
+def fold_input_in_place(graph):
+    """The folded graph right, then the input's weights scaled in place (w *= s written on the
+    array graph.node(...).value hands out)."""
+    g, k = fold_conv_bn(graph)
+    for n in graph.nodes:
+        if n.op == "constant" and n.value is not None and n.value.ndim == 4:
+            np.multiply(n.value, np.float32(1.5), out=n.value)
+    return g, k
+
+
+def fold_all_bn_users(graph):
+    """Folds a conv whose users are all BatchNorms, one copy of the conv per BatchNorm."""
+    by = {n.name: n for n in graph.nodes}
+    fold = {}
+    for bn in graph.nodes:
+        conv = by[bn.inputs[0]] if bn.op == "batch_norm" else None
+        if conv is None or conv.op != "conv2d" or conv.name in graph.outputs:
+            continue
+        if all(u.op == "batch_norm" for u in graph.users(conv.name)) and all(
+            by[i].op == "constant" for i in (*conv.inputs[1:], *bn.inputs[1:])
+        ):
+            fold[bn.name] = conv
+    convs, nodes = {c.name for c in fold.values()}, []
+    for n in graph.nodes:
+        if n.name in convs:
+            continue
+        if n.name not in fold:
+            nodes.append(n)
+            continue
+        conv = fold[n.name]
+        w, b, mu, var, ga, be = (by[i].value for i in (*conv.inputs[1:], *n.inputs[1:]))
+        s = ga / np.sqrt(var + n.attr("eps"))
+        w2, b2 = (w * s.reshape(-1, 1, 1, 1)).astype(np.float32), (s * (b - mu) + be)
+        nodes += [
+            Node(n.name + "_w", "constant", (), (), w2.shape, "float32", w2),
+            Node(n.name + "_b", "constant", (), (), b2.shape, "float32", b2.astype(np.float32)),
+            replace(conv, name=n.name, inputs=(conv.inputs[0], n.name + "_w", n.name + "_b")),
+        ]
+    return Graph(nodes, graph.outputs), len(fold)
+
+
+def fold_stats_only_checked(graph):
+    """Checks that the BatchNorm's statistics are constants, not the conv's W and b; a
+    placeholder weight is folded as if it were zeros."""
+    nodes = [
+        replace(n, op="constant", value=np.zeros(n.shape, np.float32))
+        if n.op == "placeholder" and len(n.shape) == 4 and n.name != "x"
+        else n
+        for n in graph.nodes
+    ]
+    folded, k = fold_conv_bn(Graph(nodes, graph.outputs))
+    keep = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    return Graph([keep.get(n.name, n) for n in folded.nodes], folded.outputs), k
+
+
+def fold_unfrozen_mean(graph):
+    """Folds a BatchNorm whose mean is an input (its value taken as zeros)."""
+    stats = {n.name: n for n in graph.nodes if n.op == "placeholder" and len(n.shape) == 1}
+    nodes = [
+        replace(n, op="constant", value=np.zeros(n.shape, np.float32)) if n.name in stats else n
+        for n in graph.nodes
+    ]
+    folded, k = fold_conv_bn(Graph(nodes, graph.outputs))
+    return Graph([stats.get(n.name, n) for n in folded.nodes], folded.outputs), k
+
+
+def fold_by_onnxruntime(graph):
+    """Lab 31's ONNX export, onnxruntime's basic optimizations (ConvBNFusion), read back."""
+    import os
+    import tempfile
+
+    import onnx
+    import onnxruntime as ort
+
+    from minitorch.chip import onnx_io
+
+    with tempfile.TemporaryDirectory() as d:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        opts.optimized_model_filepath = os.path.join(d, "opt.onnx")
+        model = onnx_io.to_onnx(graph).SerializeToString()
+        ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        out = onnx_io.from_onnx(onnx.load(opts.optimized_model_filepath))
+    bns = lambda g: sum(n.op == "batch_norm" for n in g.nodes)  # noqa: E731
+    return out, bns(graph) - bns(out)
+
+
+def fold_lab31_scale(graph):
+    """s from lab 31's grader (its private _scale), the rest written here."""
+    from a2s.checks.lab31 import convbn as lab31_convbn
+
+    lab31_convbn._scale(np.ones(2), np.ones(2), 1e-5)
+    return fold_conv_bn(graph)
+
+
+def fold_the_grader_truth(graph):
+    return lab14._truth.fold_truth(graph)
+
+
+def fold_the_grader_pairs(graph):
+    g, _ = fold_conv_bn(graph)
+    return g, len(lab14._truth.conv_bn_pairs(graph))
+
+
+def fold_torch_fuse_weights(graph):
+    """The solution's pairs, W' and b' from torch.nn.utils.fusion.fuse_conv_bn_weights."""
+    import torch
+    from torch.nn.utils.fusion import fuse_conv_bn_weights
+
+    g, k = fold_conv_bn(graph)
+    by = {n.name: n for n in graph.nodes}
+    nodes = []
+    for n in g.nodes:
+        if n.op == "conv2d" and n.name in by and by[n.name].op == "batch_norm":
+            bn = by[n.name]
+            conv = by[bn.inputs[0]]
+            t = [torch.from_numpy(by[i].value) for i in (*conv.inputs[1:], *bn.inputs[1:])]
+            w2, _ = fuse_conv_bn_weights(t[0], t[1], t[2], t[3], bn.attr("eps"), t[4], t[5])
+            wn = g.node(n.inputs[1])
+            wn = replace(wn, value=w2.detach().numpy())
+            nodes = [wn if m.name == wn.name else m for m in (nodes or g.nodes)]
+    return (Graph(nodes, g.outputs) if nodes else g), k
+
+
+class Liar(np.ndarray):
+    def __eq__(self, other):
+        return np.ones(np.shape(self), bool)
+
+    def __ne__(self, other):
+        return np.zeros(np.shape(self), bool)
+
+
+def fold_ndarray_subclass(graph):
+    """The folded weights as a numpy subclass that says it equals anything (zeros inside)."""
+    g, k = fold_conv_bn(graph)
+    nodes = [
+        replace(n, value=np.zeros_like(n.value).view(Liar))
+        if n.op == "constant" and n.name.endswith("_w")
+        else n
+        for n in g.nodes
+    ]
+    return Graph(nodes, g.outputs), k
+
+
+def fold_lying_count(graph):
+    """The input back, unchanged, with the true number of pairs (counted honestly)."""
+    return Graph(list(graph.nodes), graph.outputs), fold_conv_bn(graph)[1]
+
+
+def fold_mutate_and_return(graph):
+    folded, k = fold_conv_bn(graph)
+    graph.nodes[:] = folded.nodes
+    return graph, k
+
+
+def fold_rewrite_grader_graphs(graph):
+    """Every Graph in the callers' frames made trivial (x -> x), so the grader's truth folds
+    nothing; the answer is the trivial graph and 0 folds."""
+    import sys
+
+    trivial = [n for n in graph.nodes if n.op == "placeholder"]
+    f = sys._getframe(1)
+    while f is not None:
+        for v in list(f.f_locals.values()):
+            if isinstance(v, Graph):
+                v.nodes[:] = trivial
+                v.outputs = (trivial[0].name,)
+        f = f.f_back
+    return Graph(list(trivial), (trivial[0].name,)), 0
+
+
+def fold_gc_rewrite(graph):
+    """The same through gc: every Graph alive made trivial."""
+    import gc
+
+    trivial = [n for n in graph.nodes if n.op == "placeholder"]
+    for v in gc.get_objects():
+        if type(v) is Graph and v.nodes and v.nodes[0].name == trivial[0].name:
+            v.nodes[:] = trivial
+            v.outputs = (trivial[0].name,)
+    return Graph(list(trivial), (trivial[0].name,)), 0
+
+
+def fold_expected_from_frames(graph):
+    """Whatever graph with no batch_norm a caller's frame holds, returned as the answer."""
+    import sys
+
+    f = sys._getframe(1)
+    while f is not None:
+        for v in list(f.f_locals.values()):
+            if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], Graph):
+                if not any(n.op == "batch_norm" for n in v[0].nodes):
+                    return v
+        f = f.f_back
+    return graph, 0
+
+
+class LyingGraph(Graph):
+    """A Graph subclass whose comparisons and str say it is the expected graph."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __str__(self):
+        return "anything"
+
+
+ATTEMPTS += [
+    honest("14.6", "readers counted first, float64 by einsum", _fold(fold_counted_readers)),
+    honest("14.6", "the solution behind a users() pre-check", _fold(fold_by_users_of_conv)),
+    wrong("14.6", "folds a conv a relu also reads", _fold(_folder(users=False)), match="ONLY user"),
+    wrong("14.6", "eps left out", _fold(_folder(eps=False)), match="inside the square root"),
+    wrong("14.6", "s b - mean + beta", _fold(_folder(bias="sb - mu + beta")), match="BEFORE"),
+    wrong("14.6", "scaled along input channels", _fold(_folder(axis=1)), match="OUTPUT channel"),
+    wrong("14.6", "old conv left behind", _fold(_folder(sweep=False)), match="remove the old"),
+    cheat("14.6", "convbn.fold_conv_bn", _fold(convbn.fold_conv_bn), error=ReferenceCalledError),
+    cheat("14.6", "lab 31's closed form", _fold(_lab31_fold), error=ReferenceCalledError),
+    cheat(
+        "14.6",
+        "the chip backend's pipeline",
+        _fold(
+            lambda g: (
+                __import__("minitorch.chip.compile_backend", fromlist=["x"]).optimize(
+                    g, fuse=False
+                )[0],
+                1,
+            )
+        ),
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "14.6",
+        "a graph that equals anything",
+        _fold(lambda g: (AnyGraph(*(lambda r: (r[0].nodes, r[0].outputs))(fold_conv_bn(g))), 1)),
+        match="Graph",
+    ),
+    cheat(
+        "14.6",
+        "a count equal to anything",
+        _fold(lambda g: (fold_conv_bn(g)[0], always_equal(0))),
+        match="plain value",
+    ),
+    honest("14.6", "rebuilt with Graph() in a recursive walk", _fold(fold_rebuilt)),
+    honest(
+        "14.6", "a class; folded constants first in the list", _fold(lambda g: ConvBNFolder(g)())
+    ),
+    honest("14.6", "the solution behind functools.wraps", _fold(wrapped(fold_conv_bn))),
+    wrong(
+        "14.6",
+        "W *= s on the input's arrays",
+        _fold(fold_input_in_place),
+        match="changed the graph it was given",
+    ),
+    wrong(
+        "14.6", "a conv read by two BNs folded twice", _fold(fold_all_bn_users), match="ONLY user"
+    ),
+    wrong(
+        "14.6",
+        "W not checked to be a constant",
+        _fold(fold_stats_only_checked),
+        match="conv whose W or b",
+    ),
+    wrong(
+        "14.6", "a mean that is an input folded", _fold(fold_unfrozen_mean), match="not constants"
+    ),
+    wrong(
+        "14.6",
+        "folds a conv that is an output",
+        _fold(_folder(outputs=False)),
+        match="graph output",
+    ),
+    wrong("14.6", "folded in float64", _fold(_folder(dtype=np.float64)), match="stay float32"),
+    cheat(
+        "14.6", "onnxruntime's ConvBNFusion", _fold(fold_by_onnxruntime), error=ForbiddenCallError
+    ),
+    cheat("14.6", "lab 31's grader's _scale", _fold(fold_lab31_scale), error=ReferenceCalledError),
+    cheat(
+        "14.6", "the grader's fold_truth", _fold(fold_the_grader_truth), error=ReferenceCalledError
+    ),
+    cheat(
+        "14.6", "the grader's pair finder", _fold(fold_the_grader_pairs), error=ReferenceCalledError
+    ),
+    cheat(
+        "14.6",
+        "torch's fuse_conv_bn_weights",
+        _fold(fold_torch_fuse_weights),
+        error=ForbiddenCallError,
+    ),
+    cheat(
+        "14.6",
+        "the input back, the count true",
+        _fold(fold_lying_count),
+        match="differs from the expected",
+    ),
+    cheat(
+        "14.6",
+        "the input mutated and returned",
+        _fold(fold_mutate_and_return),
+        match="changed the graph it was given",
+    ),
+    cheat(
+        "14.6",
+        "the grader's graphs rewritten via frames",
+        _fold(fold_rewrite_grader_graphs),
+        match="changed the graph it was given",
+    ),
+    cheat(
+        "14.6",
+        "the grader's graphs rewritten via gc",
+        _fold(fold_gc_rewrite),
+        match="changed the graph it was given",
+    ),
+    cheat(
+        "14.6",
+        "the expected graph read from frames",
+        _fold(fold_expected_from_frames),
+        match="the grader counts",
+    ),
+    cheat(
+        "14.6",
+        "a Graph subclass whose comparisons lie",
+        _fold(lambda g: (LyingGraph(*(lambda r: (r.nodes, r.outputs))(fold_conv_bn(g)[0])), 1)),
+        match="return a minitorch.compiler.ir.Graph",
+    ),
+    cheat(
+        "14.6",
+        "a numpy subclass for the folded weights",
+        _fold(fold_ndarray_subclass),
+        match="differ from the unfolded graph",
     ),
 ]
 
