@@ -7,8 +7,9 @@ elements, rank ``k``'s chunk ``[lo_k, hi_k)`` (:func:`minitorch.comm.collectives
 ``chunk_bounds(n, M)``; it needs from old shard ``k`` exactly the intersection
 ``[max(a, lo_k), min(b, hi_k))``, read at offset ``- lo_k`` inside that shard. The plan is a
 pure function of ``(n, N, M, r)``: no rank reassembles the whole array, each reads
-``b - a`` elements in total, from the old shards overlapping ``[a, b)`` only. That is the load-time resharding of PyTorch DCP (``torch.distributed.checkpoint``: a
-``LoadPlan`` of ``ReadItem``s, each a byte range of a stored chunk) and of ByteCheckpoint.
+``b - a`` elements in total, from the old shards overlapping ``[a, b)`` only. That is the
+load-time resharding of PyTorch DCP (``torch.distributed.checkpoint``: a ``LoadPlan`` of
+``ReadItem``s, each a byte range of a stored chunk) and of ByteCheckpoint.
 
 Lab: 32_fault_tolerance_elastic
 Paper: S. Rajbhandari et al., "ZeRO", SC 2020 (the chunk layout); B. Wan et al.,
@@ -45,5 +46,8 @@ def reshard(
 ) -> np.ndarray:
     """Rank ``rank``'s chunk in a world of ``new_world``, read from the old ranks' shards
     (``shards[k].read(lo, hi)``: elements ``lo:hi`` of old shard ``k``) by :func:`read_plan`."""
-    parts = [np.asarray(shards[k].read(lo, hi)) for k, lo, hi in read_plan(numel, len(shards), new_world, rank)]
+    parts = [
+        np.asarray(shards[k].read(lo, hi))
+        for k, lo, hi in read_plan(numel, len(shards), new_world, rank)
+    ]
     return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from a2s.checks.core import CheckFailure, guarded, grader
+from a2s.checks.core import CheckFailure, grader, guarded
 from a2s.checks.harness import request, run_apart
 
 __all__ = ["check_async_saver"]
@@ -191,8 +191,13 @@ def check_async_saver(AsyncSaver: Callable[..., Any]) -> str:
             },
         }
         run_apart(
-            guarded(_drive, "32.7", _BLOCKS), raw, _HeldDisk(), max_pending, saves,
-            serve=serve, timeout=20,
+            guarded(_drive, "32.7", _BLOCKS),
+            raw,
+            _HeldDisk(),
+            max_pending,
+            saves,
+            serve=serve,
+            timeout=20,
         )
         if not any(e[0] == "loop.waited" for e in events):
             raise CheckFailure(f"[{label}] wait() never returned.")
@@ -201,6 +206,5 @@ def check_async_saver(AsyncSaver: Callable[..., Any]) -> str:
     return (
         f"{total} asynchronous saves in {len(_CASES)} runs: each written as it was at its step "
         "although training changed the arrays right after save returned, off the loop's "
-        "thread, in order; pending snapshots at most "
-        + ", ".join(f"{p} of {m}" for m, p in peaks)
+        "thread, in order; pending snapshots at most " + ", ".join(f"{p} of {m}" for m, p in peaks)
     )

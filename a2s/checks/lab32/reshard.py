@@ -158,7 +158,10 @@ _NAMED = [
 def _draw(gen: np.random.Generator, i: int) -> tuple[str, tuple]:
     old, new = int(gen.integers(1, 7)), int(gen.integers(1, 7))
     numel, rank = int(gen.integers(0, 40)), int(gen.integers(0, new))
-    return (f"{numel} elements, {old} -> {new} ranks: rank {rank}", _case(numel, old, new, rank, gen))
+    return (
+        f"{numel} elements, {old} -> {new} ranks: rank {rank}",
+        _case(numel, old, new, rank, gen),
+    )
 
 
 def _apart(fn: Callable[..., Any]) -> Callable[..., Any]:
