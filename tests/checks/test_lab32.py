@@ -500,6 +500,39 @@ def test_async_saver_passes_and_rejects_the_reference():
 
 
 MUSTS = [
+    ("32.6", "one more for the first", "test_reshard_rejects_wrong_answers"),
+    ("32.6", "a rank may own nothing", "test_reshard_passes_and_rejects_the_reference"),
+    (
+        "32.6",
+        "a rank that reads more than it owns fails, even with the right values",
+        "test_reshard_counts_reads_in_the_graders_process",
+    ),
+    ("32.6", "work out the bounds yourself", "test_reshard_rejects_chunk_bounds"),
+    (
+        "32.7",
+        "a new dict of the same arrays is no copy",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "returns without waiting for the write",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "the one the writer is writing counts",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "every save is written exactly once, in order",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "Exercise code may not call `minitorch.elastic.sharded`",
+        "test_async_saver_passes_and_rejects_the_reference",
+    ),
     (
         "32.5",
         "never write a file in place that a resume reads",

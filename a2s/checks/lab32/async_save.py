@@ -24,6 +24,8 @@ own events (save begun, save returned, wait begun, wait returned). Judged from t
 
 from __future__ import annotations
 
+import hmac
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +39,7 @@ from a2s.checks.harness import request, run_apart
 __all__ = ["check_async_saver"]
 
 _HOLD = 0.12  # seconds a save must have been blocked before a held write goes through
+_OWN = 0.6  # ... or blocked this long in the save of the write's own step (a save that joins)
 _CAP = 8.0  # a write is never held longer than this
 _MUT = 1000.0  # what training adds to every array right after save returns
 _BLOCKS = ("minitorch.elastic.sharded", "minitorch.elastic.checkpoint")
@@ -56,51 +59,95 @@ def _state(k: int) -> dict[str, np.ndarray]:
     }
 
 
-class _HeldDisk:
-    """The learner's ``disk`` in the child: each write is held, then sent as a request."""
+class _Loop:
+    """The loop's side in the child: the hold's state and the signed requests. The learner's
+    ``disk`` holds none of it (its only attribute is ``write``): rewriting the hold, or
+    sending a loop event, takes reflection (closure cells, ``gc``), which the sealed kernel
+    vetoes. Each request carries a sequence number and an HMAC keyed with a secret made in the
+    grader's process for this run, so one sent with ``request`` itself is refused there."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: bytes) -> None:
+        self._key, self._seq = key, 0
         self._lock = threading.Lock()  # one request at a time on the child's channel
-        self._cond = threading.Condition()
-        self.loop: int | None = None  # the loop thread's ident
-        self.saving_since: float | None = None
+        self.cond = threading.Condition()
+        self.thread: int | None = None  # the loop thread's ident
+        self.saving: tuple[int, float] | None = None  # (step, since) of the save in progress
         self.waiting = False
 
-    def _ask(self, name: str, *args: Any) -> Any:
+    def ask(self, name: str, *args: Any) -> Any:
         with self._lock:
-            return request(name, *args)
+            seq, self._seq = self._seq, self._seq + 1
+            return request(name, seq, _sign(self._key, name, seq), *args)
 
     def write(self, step: Any, snapshot: Any) -> None:
-        on_loop = threading.get_ident() == self.loop
+        on_loop = threading.get_ident() == self.thread
         t0 = time.monotonic()
-        with self._cond:
+        with self.cond:
             while time.monotonic() - t0 < _CAP:
-                since = self.saving_since
-                if self.waiting or (since is not None and time.monotonic() - since >= _HOLD):
+                cur = self.saving  # a later save's block releases at once; its own only when
+                # the save is evidently waiting for it (a writer woken inside save races it)
+                hold = _OWN if cur is not None and cur[0] == step else _HOLD
+                if self.waiting or (cur is not None and time.monotonic() - cur[1] >= hold):
                     break
-                self._cond.wait(0.01)
-        self._ask("disk.write", step, snapshot, on_loop)
+                self.cond.wait(0.01)
+        self.ask("disk.write", step, snapshot, on_loop)
 
 
-def _drive(cls: Any, disk: _HeldDisk, max_pending: int, saves: int) -> None:
+def _sign(key: bytes, name: str, seq: int) -> bytes:
+    return hmac.new(key, f"{name}:{seq}".encode(), "sha256").digest()
+
+
+def _held_disk(loop: _Loop) -> Any:
+    """The learner's ``disk``: ``write`` only, a class of ``__slots__ = ()``."""
+
+    def write(self: Any, step: Any, snapshot: Any) -> None:
+        loop.write(step, snapshot)
+
+    return type("HeldDisk", (), {"__slots__": (), "write": write})()
+
+
+def _drive(cls: Any, key: bytes, max_pending: int, saves: int) -> None:
     """The grader's training loop (in the child), around the learner's class."""
-    disk.loop = threading.get_ident()
-    saver = cls(disk, max_pending)
+    loop = _Loop(key)
+    loop.thread = threading.get_ident()
+    saver = cls(_held_disk(loop), max_pending)
     state = _state(0)
     for k in range(saves):
         for name, value in _state(k).items():
             state[name][...] = value
-        disk._ask("loop.begin", k)
-        disk.saving_since = time.monotonic()
+        loop.ask("loop.begin", k)
+        loop.saving = (k, time.monotonic())
         saver.save(k, state)
-        disk.saving_since = None
-        disk._ask("loop.end", k)
+        loop.saving = None
+        loop.ask("loop.end", k)
         for a in state.values():  # training goes on in place
             a += np.asarray(_MUT, a.dtype)
-    disk._ask("loop.waiting")
-    disk.waiting = True
+    loop.ask("loop.waiting")
+    loop.waiting = True
     saver.wait()
-    disk._ask("loop.waited")
+    loop.ask("loop.waited")
+
+
+def _recorder(events: list[tuple], name: str, key: bytes) -> Callable[..., None]:
+    """The serve entry of ``name``: records the event once its sequence number and MAC
+    check out (the next number expected, signed with this run's key)."""
+
+    def record(seq: Any, mac: Any, *args: Any) -> None:
+        expected = sum(1 for e in events if e[0] != "forged")
+        if (
+            type(seq) is not int
+            or seq != expected
+            or type(mac) is not bytes
+            or not hmac.compare_digest(mac, _sign(key, name, seq))
+        ):
+            events.append(("forged", name))
+            raise CheckFailure(
+                f"a {name!r} request reached the grader that its loop's disk did not send "
+                "(unsigned or out of sequence): the record is the grader's, not the learner's."
+            )
+        events.append((name, *args))
+
+    return record
 
 
 def _equal(snap: Any, want: dict[str, np.ndarray]) -> bool:
@@ -116,7 +163,24 @@ def _torn(snap: Any, saves: int) -> bool:
     return any(_equal(snap, s) for s in later)
 
 
+def _loop_events(events: list[tuple]) -> list[tuple]:
+    return [e for e in events if e[0].startswith("loop.")]
+
+
 def _judge(label: str, events: list[tuple], max_pending: int, saves: int) -> int:
+    want: list[tuple] = [e for k in range(saves) for e in (("loop.begin", k), ("loop.end", k))]
+    want += [("loop.waiting",), ("loop.waited",)]
+    forged = [e[1] for e in events if e[0] == "forged"]
+    if forged:
+        raise CheckFailure(
+            f"[{label}] {forged[0]!r} requests reached the grader that its loop's disk did not "
+            "send (unsigned or out of sequence): the record is the grader's, not the learner's."
+        )
+    if _loop_events(events) != want:
+        raise CheckFailure(
+            f"[{label}] the loop's record is not the grader's loop: events were sent to the "
+            "grader that its loop did not send."
+        )
     ended = written = peak = 0
     steps: list[Any] = []
     for ev in events:
@@ -181,19 +245,15 @@ def check_async_saver(AsyncSaver: Callable[..., Any]) -> str:
     peaks = []
     for label, max_pending, saves in _CASES:
         events: list[tuple] = []
+        key = secrets.token_bytes(32)
         serve = {
-            "disk.write": lambda step, snap, on_loop, _e=events: _e.append(
-                ("disk.write", step, snap, on_loop)
-            ),
-            **{
-                f"loop.{n}": (lambda *a, _e=events, _n=n: _e.append((f"loop.{_n}", *a)))
-                for n in ("begin", "end", "waiting", "waited")
-            },
+            n: _recorder(events, n, key)
+            for n in ("disk.write", "loop.begin", "loop.end", "loop.waiting", "loop.waited")
         }
         run_apart(
             guarded(_drive, "32.7", _BLOCKS),
             raw,
-            _HeldDisk(),
+            key,
             max_pending,
             saves,
             serve=serve,
