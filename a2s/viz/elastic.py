@@ -1,5 +1,5 @@
-"""Plots of lab 32: a failure and its recovery (loss against step), and how the checkpoint
-interval sets the wall time.
+"""Plots of lab 32: a failure and its recovery (loss against step), how the checkpoint
+interval sets the wall time, and what each save holds the training loop (sync vs async).
 
 Lab: 32_fault_tolerance_elastic
 """
@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-__all__ = ["plot_recovery"]
+__all__ = ["plot_recovery", "plot_stalls"]
 
 _COLORS = ("#3182bd", "#e6550d", "#31a354", "#756bb1")
 
@@ -54,6 +54,26 @@ def plot_recovery(
     right.legend(loc="upper center", fontsize=9)
     for ax in (left, right):
         ax.grid(True, alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_stalls(
+    sync_s: Sequence[float], async_s: Sequence[float], mib: float, title: str
+) -> Figure:
+    """Milliseconds each save held the training loop: the synchronous save (encode, write,
+    fsync) beside the asynchronous one (the copy only), one pair of bars per save."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    k = np.arange(1, len(sync_s) + 1)
+    ax.bar(k - 0.2, np.asarray(sync_s) * 1e3, 0.4, color=_COLORS[1], label="synchronous save")
+    ax.bar(k + 0.2, np.asarray(async_s) * 1e3, 0.4, color=_COLORS[0], label="async: the copy")
+    ax.set_xticks(k)
+    ax.set_xlabel(f"save number ({mib:.0f} MiB of state each)")
+    ax.set_ylabel("loop held (ms)")
+    ax.set_title("what a checkpoint costs the training loop")
+    ax.legend(loc="upper right", fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
     return fig

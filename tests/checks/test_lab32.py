@@ -7,14 +7,17 @@ import hashlib
 import json
 import math
 import os
+import queue
+import threading
 
 import numpy as np
 import pytest
 
 from a2s.checks import lab32
-from a2s.checks.core import ReferenceCalledError, StudentError
+from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from a2s.checks.lab32 import _truth
-from minitorch.elastic import checkpoint, detect, interval, stragglers
+from minitorch.elastic import checkpoint, detect, interval, sharded, stragglers
+from minitorch.elastic import reshard as reshard_ref
 from tests.helpers.graders import rejects
 
 
@@ -322,7 +325,214 @@ def test_save_checkpoint_never_writes_in_place():
     assert crashed == {"m": b""}
 
 
+# --------------------------------------------------------------------------- 32.6
+def _edges(n, w, first=True):
+    e = [0]
+    for k in range(w):
+        e.append(e[-1] + n // w + int(k < n % w if first else (k == w - 1) * (n % w)))
+    return e
+
+
+def reshard(shards, numel, new_world, rank, bug=""):
+    old = _edges(numel, len(shards), bug != "last")
+    new = _edges(numel, new_world, bug != "last")
+    if bug == "whole":
+        full = np.concatenate([s.read(0, numel) for s in shards])
+        return full[new[rank] : new[rank + 1]]
+    a, b = new[rank], new[rank + 1]
+    parts = [np.zeros(0, np.float32)]
+    for k in range(len(shards)):
+        s, e = max(a, old[k]), min(b, old[k + 1])
+        if s < e:
+            parts.append(shards[k].read(s - old[k], e - old[k] + (bug == "inclusive")))
+    if bug == "short" and len(parts) > 1:
+        parts[-1] = parts[-1][:-1]
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("last", "remainder to the first ranks"),
+        ("whole", "read 10 elements .40 bytes.*read every old shard whole"),
+        ("inclusive", "one element past the end"),
+        ("short", r"returned 2 elements.*owns 3: .* Rank r of M owns"),
+    ],
+)
+def test_reshard_rejects_wrong_answers(bug, match):
+    rejects(lab32.check_reshard, lambda *a: reshard(*a, bug=bug), match=match)
+
+
+def test_reshard_hint_names_a_mistake_only_when_the_answer_is_it():
+    with pytest.raises(CheckFailure) as err:
+        lab32.check_reshard(lambda *a: reshard(*a, bug="short"))
+    assert "remainder" not in str(err.value) and "past the end" not in str(err.value)
+
+
+def test_reshard_counts_reads_in_the_graders_process():
+    """The count is the grader's record: a learner reading element by element passes, one
+    reading a shard twice fails, and the child cannot lower the count."""
+
+    def twice(shards, numel, new_world, rank):
+        for s in shards:
+            s.read(0, 1)
+        return reshard(shards, numel, new_world, rank)
+
+    lab32.check_reshard(
+        lambda sh, n, m, r: np.array(
+            [v for k, lo, hi in reshard_plan(n, len(sh), m, r) for v in _one_by_one(sh[k], lo, hi)],
+            np.float32,
+        )
+    )
+    rejects(lab32.check_reshard, twice, match="the values are right, but your rank read")
+
+
+def reshard_plan(numel, old_world, new_world, rank):
+    old, new = _edges(numel, old_world), _edges(numel, new_world)
+    a, b = new[rank], new[rank + 1]
+    return [
+        (k, max(a, old[k]) - old[k], min(b, old[k + 1]) - old[k])
+        for k in range(old_world)
+        if max(a, old[k]) < min(b, old[k + 1])
+    ]
+
+
+def _one_by_one(shard, lo, hi):
+    return [float(shard.read(i, i + 1)[0]) for i in range(lo, hi)]
+
+
+def test_reshard_passes_and_rejects_the_reference():
+    lab32.check_reshard(reshard)
+    rejects(lab32.check_reshard, reshard_ref.reshard, match="reference", error=ReferenceCalledError)
+    rejects(
+        lab32.check_reshard,
+        lambda sh, n, m, r: reshard_ref.reshard(sh, n, m, r),
+        match="reference",
+        error=ReferenceCalledError,
+    )
+
+
+def test_reshard_rejects_chunk_bounds():
+    from minitorch.comm.collectives import chunk_bounds
+
+    def uses(shards, numel, new_world, rank):
+        chunk_bounds(numel, new_world)
+        return reshard(shards, numel, new_world, rank)
+
+    rejects(lab32.check_reshard, uses, match="reference", error=ReferenceCalledError)
+
+
+def test_reshard_reference_equals_the_plain_loop():
+    for numel, n, m in ((10, 4, 3), (2, 4, 3), (13, 2, 5), (0, 3, 2)):
+        full = np.arange(numel, dtype=np.float32)
+        e = _edges(numel, n)
+        shards = [_truth_shard(full[e[k] : e[k + 1]]) for k in range(n)]
+        got = np.concatenate([reshard_ref.reshard(shards, numel, m, r) for r in range(m)])
+        assert np.array_equal(got, full)
+
+
+def _truth_shard(data):
+    from a2s.checks.lab32.reshard import Shard
+
+    return Shard(data)
+
+
+# --------------------------------------------------------------------------- 32.7
+class AsyncSaver:
+    def __init__(self, disk, max_pending, bug=""):
+        self.disk, self.bug = disk, bug
+        self.slots = threading.Semaphore(10**6 if bug == "unbounded" else max_pending)
+        self.q = queue.Queue(maxsize=max_pending) if bug == "queue" else queue.Queue()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            step, snap = self.q.get()
+            self.disk.write(step, snap)
+            if self.bug != "queue":
+                self.slots.release()
+            self.q.task_done()
+
+    def save(self, step, state):
+        if self.bug == "sync":
+            self.disk.write(step, {k: v.copy() for k, v in state.items()})
+            return
+        if self.bug != "queue":
+            self.slots.acquire()
+        snap = dict(state) if self.bug == "shallow" else {k: v.copy() for k, v in state.items()}
+        self.q.put((step, snap))
+        if self.bug == "join":
+            self.q.join()
+
+    def wait(self):
+        if self.bug != "no wait":
+            self.q.join()
+
+
+def _saver(bug):
+    return lambda disk, max_pending: AsyncSaver(disk, max_pending, bug)
+
+
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("unbounded", "4 snapshots alive, max_pending is 1. Nothing bounded the copies"),
+        ("queue", "2 snapshots alive.*The snapshot the writer holds counts too"),
+        ("sync", "ran on the training loop's thread"),
+        ("shallow", "not the state at step 0. It holds what training made"),
+        ("join", "written before save.0. returned"),
+        ("no wait", r"when wait\(\) returned the writes were of steps \["),
+    ],
+)
+def test_async_saver_rejects_wrong_answers(bug, match):
+    rejects(lab32.check_async_saver, _saver(bug), match=match)
+
+
+def test_async_saver_passes_and_rejects_the_reference():
+    lab32.check_async_saver(AsyncSaver)
+
+    def reference(disk, max_pending):
+        return sharded.AsyncCheckpointer(
+            ".", max_pending=max_pending, writer=lambda f, step, snap, keep: disk.write(step, snap)
+        )
+
+    rejects(lab32.check_async_saver, reference, match="reference", error=ReferenceCalledError)
+
+
 MUSTS = [
+    ("32.6", "one more for the first", "test_reshard_rejects_wrong_answers"),
+    ("32.6", "a rank may own nothing", "test_reshard_passes_and_rejects_the_reference"),
+    (
+        "32.6",
+        "a rank that reads more than it owns fails, even with the right values",
+        "test_reshard_counts_reads_in_the_graders_process",
+    ),
+    ("32.6", "work out the bounds yourself", "test_reshard_rejects_chunk_bounds"),
+    (
+        "32.7",
+        "a new dict of the same arrays is no copy",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "returns without waiting for the write",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "the one the writer is writing counts",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "every save is written exactly once, in order",
+        "test_async_saver_rejects_wrong_answers",
+    ),
+    (
+        "32.7",
+        "Exercise code may not call `minitorch.elastic.sharded`",
+        "test_async_saver_passes_and_rejects_the_reference",
+    ),
     (
         "32.5",
         "never write a file in place that a resume reads",

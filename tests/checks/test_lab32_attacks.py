@@ -28,6 +28,26 @@ learner's ``save_checkpoint`` in a forked child whose ``disk`` is a proxy of the
   written in place padded to twice its length (a crash "tore" it to its own first half, whole:
   now an unsynced write is also replayed lost), the previous checkpoint moved away.
 
+* 32.6: lists without numpy (two elements a read), a class with ``bisect`` and numpy imported
+  inside, the notebook's loop behind a decorator; the remainder to the last rank, whole
+  shards, an inclusive end, the global index as the offset (no named hint); the reference,
+  ``sharded.load_full``, the table's ``_truth`` (a ``_counted`` closure: it passed; now a
+  plain function in the blocks, with the grader's ``_loop``), one huge read per shard (counted:
+  the reads' returned elements), the child's ``Shard`` copies through ``gc``, reads cached in a
+  file across cases, a lookup of the public cases, ``_same`` rebound in the child, an ndarray
+  subclass whose ``==`` says yes;
+* 32.7: a Condition and a deque with ``deepcopy``, a dataclass with a thread per save chained
+  (it failed: a writer woken inside ``save`` raced the save's return, the hold released any
+  write once the loop was blocked 0.12 s; now the write of the save in progress is held 0.6 s),
+  the notebook's class; no copy, synchronous, a bounded queue, a save that joins, a wait that
+  does not, only some names copied (no named hint); the reference, loop events and writes sent
+  with ``request`` (they passed in principle: the disk carried the loop's ``_ask`` and hold
+  state as attributes; now the disk has ``write`` only and every request is signed and
+  sequenced with a key made in the grader's process), a deferred synchronous write sent by
+  request, the disk's hooks rewritten by attribute, the loop's ``ask`` rewritten through a
+  closure cell (the truth guard stubs it), the judge rebound in the child, a snapshot whose
+  ``==`` says yes. Kept as a strict xfail (``GAPS``): a copy made before the slot is taken.
+
 Reading the grader's frame (32.1's spec in ``_on_disk``, 32.2's ``want``) passes in a plain
 kernel: the sealed kernel (``a2s grade``) vetoes it (docs/trust.md), kept as ``PENDING``.
 """
@@ -42,6 +62,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,10 +72,13 @@ import pytest
 from a2s.checks import lab32
 from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
 from a2s.checks.lab32 import _truth, checkpoint, interval
+from a2s.checks.lab32 import reshard as reshard_mod
+from tests.checks.test_lab32 import AsyncSaver
 from tests.checks.test_lab32 import checkpoint_interval as ci_ref
 from tests.checks.test_lab32 import failed_ranks as fr_ref
 from tests.checks.test_lab32 import find_stragglers as fs_ref
 from tests.checks.test_lab32 import load_latest as ll_ref
+from tests.checks.test_lab32 import reshard as rs_ref
 from tests.checks.test_lab32 import save_checkpoint as sc_ref
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, replay_public, wrong
 from tests.helpers.graders import always_equal
@@ -615,7 +639,438 @@ SAVE = [
     cheat("32.5", "the old checkpoint moved away", sc(sc_moves_old), match="no intact checkpoint"),
 ]
 
-ATTEMPTS = LATEST + INTERVAL + DETECT + STRAGGLERS + SAVE
+
+# --------------------------------------------------------------------------- 32.6
+def _bounds(n, w):
+    e = [0]
+    for k in range(w):
+        e.append(e[-1] + n // w + (1 if k < n % w else 0))
+    return e
+
+
+def rs_lists(shards, numel, new_world, rank):
+    """No numpy: lists, each intersection read two elements at a time."""
+    old, new = _bounds(numel, len(shards)), _bounds(numel, new_world)
+    out = []
+    for k, shard in enumerate(shards):
+        lo, hi = max(new[rank], old[k]), min(new[rank + 1], old[k + 1])
+        for i in range(lo, hi, 2):
+            out += [float(v) for v in shard.read(i - old[k], min(i + 2, hi) - old[k])]
+    return out
+
+
+class Resharder:
+    """A class; the owner of each old rank found by a bisect over the old edges."""
+
+    def __call__(self, shards, numel, new_world, rank):
+        import numpy
+
+        old, new = _bounds(numel, len(shards)), _bounds(numel, new_world)
+        a, b, parts = new[rank], new[rank + 1], []
+        k = max(bisect.bisect_right(old, a) - 1, 0)
+        while a < b:
+            k = bisect.bisect_right(old, a) - 1
+            e = min(b, old[k + 1])
+            parts.append(shards[k].read(a - old[k], e - old[k]))
+            a = e
+        return numpy.concatenate(parts) if parts else numpy.zeros(0, numpy.float32)
+
+
+def rs_offset(shards, numel, new_world, rank):
+    """The global index used as the offset inside the old shard (no - lo_k)."""
+    old, new = _bounds(numel, len(shards)), _bounds(numel, new_world)
+    parts = [np.zeros(0, np.float32)]
+    for k in range(len(shards)):
+        lo, hi = max(new[rank], old[k]), min(new[rank + 1], old[k + 1])
+        if lo < hi:
+            parts.append(shards[k].read(lo, hi))
+    return np.concatenate(parts)
+
+
+def rs_huge(shards, numel, new_world, rank):
+    """Every shard read with one huge range, then sliced: the reads return whole shards."""
+    new = _bounds(numel, new_world)
+    full = np.concatenate([s.read(0, 10**9) for s in shards])
+    return full[new[rank] : new[rank + 1]]
+
+
+def rs_gc(shards, numel, new_world, rank):
+    """The child's copies of the grader's Shard objects through gc: no reads at all."""
+    datas = [o.data for o in gc.get_objects() if type(o).__name__ == "Shard"]
+    full = np.concatenate(datas[-len(shards) :]) if datas else np.zeros(0)
+    return np.array_split(full, new_world)[rank]
+
+
+def rs_cache(path):
+    """Reads cached in a file across cases (keyed by old rank and range): later cases of the
+    same layout reuse old values and pad the count with reads of their own."""
+
+    def answer(shards, numel, new_world, rank):
+        cache = json.loads(Path(path).read_text()) if os.path.exists(path) else {}
+        old, new = _bounds(numel, len(shards)), _bounds(numel, new_world)
+        out = []
+        for k, shard in enumerate(shards):
+            lo, hi = max(new[rank], old[k]), min(new[rank + 1], old[k + 1])
+            if lo < hi:
+                key = f"{len(shards)}:{k}:{lo - old[k]}:{hi - old[k]}"
+                if key not in cache:
+                    cache[key] = [float(v) for v in shard.read(lo - old[k], hi - old[k])]
+                else:
+                    shard.read(lo - old[k], hi - old[k])
+                out += cache[key][: hi - lo]
+        Path(path).write_text(json.dumps(cache))
+        return out
+
+    return answer
+
+
+def rs_cached():
+    with tempfile.TemporaryDirectory() as d:
+        return lab32.check_reshard(rs_cache(os.path.join(d, "cache.json")))
+
+
+def rs_rebinds(shards, numel, new_world, rank):
+    """The grader's comparison rebound in the child: the parent's copy decides."""
+    from a2s.checks.lab32 import reshard as grader
+
+    grader._same = lambda got, want: True
+    return np.zeros(0, np.float32)
+
+
+class _Yes(np.ndarray):
+    def __eq__(self, other):
+        return True
+
+
+def rs(fn):
+    return lambda: lab32.check_reshard(fn)
+
+
+RESHARD = [
+    honest("32.6", "lists, two elements a read", rs(rs_lists)),
+    honest("32.6", "a class with bisect, numpy imported inside", rs(Resharder())),
+    honest("32.6", "the notebook's loop behind a decorator", rs(_logged(rs_ref))),
+    wrong(
+        "32.6",
+        "the remainder to the last rank",
+        rs(lambda *a: rs_ref(*a, bug="last")),
+        match="remainder to the first ranks",
+    ),
+    wrong(
+        "32.6",
+        "every shard read whole",
+        rs(lambda *a: rs_ref(*a, bug="whole")),
+        match="read every old shard whole",
+    ),
+    wrong(
+        "32.6",
+        "an inclusive end",
+        rs(lambda *a: rs_ref(*a, bug="inclusive")),
+        match="one element past the end",
+    ),
+    wrong(
+        "32.6",
+        "the global index as the offset (no named mistake)",
+        rs(rs_offset),
+        match=r"^(?!.*(remainder|past the end|whole)).*Rank r of M owns",
+    ),
+    cheat(
+        "32.6",
+        "the reference",
+        rs(lambda *a: __import__("minitorch.elastic.reshard").elastic.reshard.reshard(*a)),
+        match=REF,
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "32.6",
+        "sharded.load_full",
+        rs(lambda *a: __import__("minitorch.elastic.sharded").elastic.sharded.load_full(".", 1)),
+        match=REF,
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "32.6", "the table's _truth", rs(reshard_mod._truth), match=REF, error=ReferenceCalledError
+    ),
+    cheat(
+        "32.6",
+        "the grader's loop, wrapped",
+        rs(lambda *a: reshard_mod._loop(*a)),
+        match=REF,
+        error=ReferenceCalledError,
+    ),
+    cheat("32.6", "one huge read per shard, sliced", rs(rs_huge), match="the values are right"),
+    cheat("32.6", "the child's Shards through gc", rs(rs_gc)),
+    cheat("32.6", "reads cached in a file across cases", rs_cached),
+    cheat(
+        "32.6",
+        "lookup of the public cases, whole fallback",
+        rs(replay_public(lab32.RESHARD, lambda *a: rs_ref(*a, bug="whole"))),
+    ),
+    cheat("32.6", "the grader's _same rebound in the child", rs(rs_rebinds)),
+    cheat(
+        "32.6",
+        "an ndarray subclass whose == says yes",
+        rs(lambda *a: np.zeros(3).view(_Yes)),
+        match="plain value",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 32.7
+class CondSaver:
+    """A Condition and a deque instead of a Semaphore and a Queue; copy.deepcopy."""
+
+    def __init__(self, disk, max_pending):
+        import collections
+
+        self.disk, self.cap = disk, max_pending
+        self.cv = threading.Condition()
+        self.todo, self.alive = collections.deque(), 0
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        while True:
+            with self.cv:
+                self.cv.wait_for(lambda: self.todo)
+                step, snap = self.todo[0]
+            self.disk.write(step, snap)
+            with self.cv:
+                self.todo.popleft()
+                self.alive -= 1
+                self.cv.notify_all()
+
+    def save(self, step, state):
+        import copy
+
+        with self.cv:
+            self.cv.wait_for(lambda: self.alive < self.cap)
+            self.alive += 1
+        snap = copy.deepcopy(dict(state))
+        with self.cv:
+            self.todo.append((step, snap))
+            self.cv.notify_all()
+
+    def wait(self):
+        with self.cv:
+            self.cv.wait_for(lambda: not self.todo)
+
+
+@dataclass
+class ChainSaver:
+    """A thread per save, each waiting for the previous one's write: order by a chain."""
+
+    disk: object
+    max_pending: int
+
+    def __post_init__(self):
+        self.slots = threading.BoundedSemaphore(self.max_pending)
+        self.last = None
+
+    def save(self, step, state):
+        self.slots.acquire()
+        snap = {n: np.copy(a) for n, a in state.items()}
+        before = self.last
+
+        def persist():
+            if before is not None:
+                before.join()
+            self.disk.write(step, snap)
+            self.slots.release()
+
+        self.last = threading.Thread(target=persist, daemon=True)
+        self.last.start()
+
+    def wait(self):
+        if self.last is not None:
+            self.last.join()
+
+
+class SlotLate(AsyncSaver):
+    """The copy made before the slot is taken: max_pending + 1 snapshots alive while the save
+    waits (not seen: the record counts saves returned minus writes done)."""
+
+    def save(self, step, state):
+        snap = {k: v.copy() for k, v in state.items()}
+        self.slots.acquire()
+        self.q.put((step, snap))
+
+
+class NamesOnly(AsyncSaver):
+    """Only the weights copied (no model of it): the snapshot lacks names."""
+
+    def save(self, step, state):
+        self.slots.acquire()
+        self.q.put((step, {"w": state["w"].copy()}))
+
+
+class DirectRequests(AsyncSaver):
+    """A synchronous save that sends disk.write itself with on_loop=False, and the loop's
+    "loop.end" first, so the write seems to follow the save's return."""
+
+    def save(self, step, state):
+        from a2s.checks.harness import request
+
+        snap = {k: v.copy() for k, v in state.items()}
+        request("loop.end", 2 * step + 1, b"", step)
+        request("disk.write", 2 * step + 2, b"", step, snap, False)
+
+
+class Deferred(AsyncSaver):
+    """Writes the previous step's copy synchronously in the next save, through a request of
+    its own that says it was not on the loop's thread."""
+
+    def save(self, step, state):
+        from a2s.checks.harness import request
+
+        if getattr(self, "held", None) is not None:
+            request("disk.write", 0, b"", *self.held, False)
+        self.held = (step, {k: v.copy() for k, v in state.items()})
+
+    def wait(self):
+        from a2s.checks.harness import request
+
+        request("disk.write", 0, b"", *self.held, False)
+
+
+class AttrHook:
+    """No copy, no thread: the disk's loop hooks (``_ask``, ``saving_since``) rewritten by
+    attribute; the learner's disk now has ``write`` only."""
+
+    def __init__(self, disk, max_pending):
+        self.disk = disk
+        orig = disk._ask  # AttributeError: the disk holds nothing but write
+
+        def ask(name, *a):
+            out = orig(name, *a)
+            if name == "loop.end":
+                orig("disk.write", self.step, dict(self.state), False)
+            return out
+
+        disk._ask = ask
+
+    def save(self, step, state):
+        self.step, self.state = step, state
+
+    def wait(self):
+        pass
+
+
+class ClosureHook(AttrHook):
+    """The same through the closure cell of the disk's write: the loop's own ``ask``
+    rewritten, so its signed requests carry the writes (reflection)."""
+
+    def __init__(self, disk, max_pending):
+        loop = type(disk).write.__closure__[0].cell_contents
+        orig = loop.ask
+
+        def ask(name, *a):
+            out = orig(name, *a)
+            if name == "loop.end":
+                orig("disk.write", self.step, dict(self.state), False)
+            return out
+
+        loop.ask = ask
+
+
+class RebindJudge(AsyncSaver):
+    """The grader's judge rebound in the child: the parent's record decides."""
+
+    def __init__(self, disk, max_pending):
+        from a2s.checks.lab32 import async_save
+
+        async_save._judge = lambda *a: 0
+        super().__init__(disk, max_pending, "sync")
+
+
+def asv(cls, bug=None):
+    fn = cls if bug is None else (lambda disk, max_pending: cls(disk, max_pending, bug))
+    return lambda: lab32.check_async_saver(fn)
+
+
+ASYNC = [
+    cheat(
+        "32.7",
+        "the loop's ask rewritten through a closure cell",
+        asv(ClosureHook),
+        match=REF,
+        error=ReferenceCalledError,
+    ),
+    honest("32.7", "a Condition, a deque, deepcopy", asv(CondSaver)),
+    honest("32.7", "a dataclass, a thread per save chained", asv(ChainSaver)),
+    honest("32.7", "the notebook's class", asv(AsyncSaver)),
+    wrong("32.7", "no copy", asv(AsyncSaver, "shallow"), match="It holds what training made"),
+    wrong(
+        "32.7", "synchronous", asv(AsyncSaver, "sync"), match="ran on the training loop's thread"
+    ),
+    wrong(
+        "32.7",
+        "a bounded queue, the writer's copy forgotten",
+        asv(AsyncSaver, "queue"),
+        match="The snapshot the writer holds counts too",
+    ),
+    wrong("32.7", "save joins the writer", asv(AsyncSaver, "join"), match=r"written before save"),
+    wrong(
+        "32.7",
+        "wait() returns at once",
+        asv(AsyncSaver, "no wait"),
+        match=r"when wait\(\) returned",
+    ),
+    wrong(
+        "32.7",
+        "only the weights copied (no named mistake)",
+        asv(NamesOnly, ""),
+        match=r"^(?!.*training made).*same names and arrays",
+    ),
+    cheat(
+        "32.7",
+        "the reference AsyncCheckpointer",
+        asv(
+            lambda disk, m: __import__(
+                "minitorch.elastic.sharded"
+            ).elastic.sharded.AsyncCheckpointer(
+                ".", max_pending=m, writer=lambda f, step, snap, keep: disk.write(step, snap)
+            )
+        ),
+        match=REF,
+        error=ReferenceCalledError,
+    ),
+    cheat(
+        "32.7",
+        "loop events and writes sent by request",
+        asv(DirectRequests, ""),
+        match="did not send",
+    ),
+    cheat(
+        "32.7",
+        "a deferred synchronous write sent by request",
+        asv(Deferred, ""),
+        match="did not send",
+    ),
+    cheat(
+        "32.7",
+        "the disk's loop hooks rewritten by attribute",
+        asv(AttrHook),
+        match="_ask",
+        error=StudentError,
+    ),
+    cheat(
+        "32.7", "the grader's judge rebound in the child", asv(RebindJudge), match="loop's thread"
+    ),
+    cheat(
+        "32.7",
+        "a snapshot whose == says yes",
+        asv(
+            lambda disk, m: type(
+                "S",
+                (AsyncSaver,),
+                {"save": lambda self, k, st: self.disk.write(k, always_equal(1))},
+            )(disk, m)
+        ),
+        match="plain value",
+    ),
+]
+
+ATTEMPTS = LATEST + INTERVAL + DETECT + STRAGGLERS + SAVE + RESHARD + ASYNC
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)
@@ -657,4 +1112,17 @@ PENDING = [
 @pytest.mark.parametrize("attempt", PENDING, ids=attempt_id)
 @pytest.mark.xfail(strict=True, reason="reading the grader's frame: the sealed kernel vetoes it")
 def test_pending(attempt):
+    judge(attempt)
+
+
+# 32.7's record counts saves returned minus writes done, so a copy made before the slot is
+# taken (max_pending + 1 snapshots alive while the save waits) is not seen (docs/trust.md).
+GAPS = [
+    wrong("32.7", "the copy before the slot", asv(SlotLate, ""), match="snapshots alive"),
+]
+
+
+@pytest.mark.parametrize("attempt", GAPS, ids=attempt_id)
+@pytest.mark.xfail(strict=True, reason="32.7's known gaps: the loop in the child; copies unseen")
+def test_known_gaps(attempt):
     judge(attempt)

@@ -20,7 +20,11 @@ def _recovery() -> Figure:
     return elastic.plot_recovery(full, full[:14], full[12:], 14, 12, taus, wall, marks, "lab 32")
 
 
-FIGURES: dict[str, Callable[[], Figure]] = {"32-recovery": _recovery}
+def _stalls() -> Figure:
+    return elastic.plot_stalls([0.09, 0.08, 0.085], [0.012, 0.011, 0.013], 32.0, "lab 32")
+
+
+FIGURES: dict[str, Callable[[], Figure]] = {"32-recovery": _recovery, "32-stalls": _stalls}
 
 
 @pytest.mark.parametrize("name", FIGURES)
@@ -35,3 +39,8 @@ def test_recovery_draws_three_runs_and_a_line_per_mark() -> None:
     assert len(right.lines) == 1 + 3
     resumed = left.lines[2]
     assert list(resumed.get_xdata()) == list(range(13, 25))
+
+
+def test_stalls_draws_a_pair_of_bars_per_save() -> None:
+    (ax,) = _stalls().axes
+    assert len(ax.patches) == 6
