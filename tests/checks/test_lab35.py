@@ -543,8 +543,16 @@ class TwoInFlightPerStep(TrainerRole):  # one step off, asks two new batches per
 
 
 class MergesTwoBatches(TrainerRole):  # one step off: trains on half of each of two batches
+    first = None
+
     def receive(self, kind, payload):
-        if kind == "rollouts" and self.off and payload[0] == 1 and 1 not in self.done:
+        if (
+            kind == "rollouts"
+            and self.off
+            and payload[0] == 1
+            and self.first
+            and 1 not in self.done
+        ):
             self.done.add(1)
             self.policy.train(payload[2][:2] + self.first[2:])
             self.send_weights()
