@@ -42,12 +42,16 @@ class _World:
         self.sent_version = 0  # the newest weights version the learner sent (a drop may lose it)
         self.excused: set[tuple[int, float]] = set()  # batches old because weights were lost
         self.counts: dict[str, int] = {}
-        self.delivered: dict[tuple[str, float], int] = {}  # (id, reward) -> batch version
+        self.delivered: dict[tuple[str, float], tuple[int, int]] = {}  # -> (version, batch)
+        self.received: set[tuple[str, float]] = set()
+        self.asked: set[int] = (
+            set()
+        )  # steps requested (a dropped request too)  # items of rollouts handed to the trainer
         self.trained: dict[int, int] = {}  # step -> times trained
         self.staleness: list[int] = []
         self.stale = self.lost = self.ticks = self.deliveries = 0
         self.bytes = self.weights_sent = self.requests = 0
-        self.order_mistake, self.since_train = False, [""]
+        self.order_mistake = False  # a request sent before the weights of the policy's version
         self.turn, self.problem = 0, ""
         self.weights_bytes = len(pickle.dumps((0, _state(seed, 0))))
 
@@ -75,19 +79,13 @@ class _World:
         if self.served < stamp:  # weights sent before this request never came: lost
             self.excused.add((step, items[0][1]))
         for item in items:
-            self.delivered.setdefault(item, self.served)
+            self.delivered.setdefault(item, (self.served, len(self.delivered)))
         self.post(self.to_trainer, "rollouts", (step, self.served, items))
 
     # ---------------------------------------------------------------- the child's requests
     def next(self) -> Any:
         if self.problem:
             return None
-        if self.since_train[0] == "trained" and not self.off:
-            sent = self.since_train[1:]
-            if "generate" in sent and sent.index("generate") < (
-                sent.index("weights") if "weights" in sent else len(sent)
-            ):
-                self.order_mistake = True
         while True:
             boxes = [b for b in (self.to_trainer, self.to_rollout) if b]
             if not boxes:
@@ -108,15 +106,15 @@ class _World:
             if self.deliveries > MAX_DELIVERIES:
                 self.fail(f"still running after {MAX_DELIVERIES} messages: a loop of requests?")
                 return None
+            if kind == "rollouts":
+                self.received.update(payload[2])
             if kind == "rollouts" and payload[0] not in self.trained:
                 old = self.version - payload[1] > int(self.off)
                 self.stale += int(old and (payload[0], payload[2][0][1]) in self.excused)
-            self.since_train = [""]
             return (kind, payload)
 
     def send(self, kind: Any, payload: Any) -> None:
         kind, payload = plain(kind, what="the kind"), plain(payload, what="the payload")
-        self.since_train.append(kind)
         self.bytes += len(pickle.dumps(payload))
         if kind == "generate":
             ok = isinstance(payload, tuple | list) and len(payload) == 2
@@ -129,6 +127,8 @@ class _World:
                 )
                 return
             self.requests += 1
+            self.asked.add(int(step or 0))
+            self.order_mistake |= self.sent_version < self.version
         elif kind == "weights":
             ok = isinstance(payload, tuple | list) and len(payload) == 2
             version, state = payload if ok else (None, None)
@@ -153,31 +153,40 @@ class _World:
     def train(self, items: Any) -> int:
         got = plain(items, what="train's items")
         keys = [(str(i[0]), float(i[1])) for i in got] if isinstance(got, list | tuple) else []
-        if not keys or any(k not in self.delivered for k in keys):
-            self.fail("policy.train(items): pass the items of a delivered rollouts message.")
+        if not keys or any(k not in self.received for k in keys):
+            self.fail("policy.train(items): pass the items of a rollouts message delivered to you.")
             return self.version
         steps = {k[0].split(":")[0] for k in keys}
-        versions = {self.delivered[k] for k in keys}
+        versions = {self.delivered[k][0] for k in keys}
+        batches = {self.delivered[k][1] - int(k[0].split(":")[1]) for k in keys}
         step = int(next(iter(steps)))
         if len(steps) > 1 or sorted(k[0] for k in keys) != [f"{step}:{i}" for i in range(BATCH)]:
             self.fail("policy.train(items): train on one whole batch, the items of one step.")
-        elif len(versions) > 1:
+        elif len(versions) > 1 or len(batches) > 1:
             self.fail(
-                f"batch {step} mixes rollouts of policy versions {sorted(versions)}: train on "
-                "the items of one rollouts message."
+                f"batch {step} mixes rollouts of "
+                + (f"policy versions {sorted(versions)}" if len(versions) > 1 else "two batches")
+                + ": train on the items of one rollouts message."
             )
         elif step in self.trained:
             self.fail(
                 f"batch {step} trained twice: the transport delivered it twice. Ignore a batch "
                 "whose step (its rollout ids) you have trained already."
             )
+        elif self.off and len(self.asked) < STEPS and not self.asked - {step, *self.trained}:
+            self.fail(
+                f"batch {step} trained with no other batch asked for: one step off, keep one "
+                'batch in flight (at "start" ask for steps 0 and 1, then one new step per '
+                "trained batch)."
+            )
         else:
             old = self.version - versions.pop()
             self.staleness.append(old)
             if old > int(self.off):
                 why = (
-                    "you asked for the next batch before sending the new weights, so the rollout "
-                    "actor sampled it with the old ones: send the weights first, then ask."
+                    "you asked for the next batch before sending the weights of the trained "
+                    "policy, so the rollout actor sampled it with the old ones: train, send "
+                    "policy.weights(), then ask."
                     if self.order_mistake
                     else "a weights message was lost, so the rollout actor still served an old "
                     "version: discard a batch older than allowed, send the weights again and "
@@ -189,7 +198,6 @@ class _World:
                 )
         self.trained[step] = self.trained.get(step, 0) + 1
         self.version += 1
-        self.since_train = ["trained"]
         return self.version
 
     def weights(self) -> dict[str, np.ndarray]:
@@ -217,8 +225,9 @@ class _World:
                 f"{STEPS + self.stale + self.lost} requests); you "
                 f"sent {self.weights_sent} weights messages and {self.requests} requests."
                 + (
-                    " You asked for the next batch before sending the weights, so every batch "
-                    "came back stale: send the weights first, then ask."
+                    " You asked for the next batch before sending the weights of the trained "
+                    "policy, so every batch came back stale: train, send policy.weights(), then "
+                    "ask."
                     if self.order_mistake
                     else " One step off, keep one batch in flight: ask for one new step per "
                     "trained batch."
