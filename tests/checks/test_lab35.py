@@ -596,6 +596,24 @@ def test_trainer_actor_hints_name_only_their_mistake():
     assert "before sending" not in str(err.value) and "in flight" not in str(err.value)
 
 
+def test_trainer_actor_rejects_none_in_flight_and_undelivered_items():
+    class Synchronous(TrainerRole):  # one step off played synchronously
+        def __init__(self, policy, rollout, steps, off_policy):
+            super().__init__(policy, rollout, steps, False)
+
+    rejects(lab35.check_trainer_actor, Synchronous, match="keep one batch in flight")
+
+    class Forged(TrainerRole):  # a rollouts message made up on a tick
+        def receive(self, kind, payload):
+            if kind == "tick" and self.asked - self.done:
+                step = min(self.asked - self.done)
+                items = [(f"{step}:{i}", 0.5) for i in range(4)]
+                return super().receive("rollouts", (step, self.policy.version(), items))
+            return super().receive(kind, payload)
+
+    rejects(lab35.check_trainer_actor, Forged, match="rollouts message delivered to you")
+
+
 def test_trainer_actor_rejects_a_skipped_scenario_and_the_reference():
     from a2s.checks.harness import request
 
@@ -685,6 +703,46 @@ def test_bad_answers_get_a_clear_message(check, answer, match):
 
 # --------------------------------------------------------------------------- musts
 MUSTS = [
+    (
+        "35.6",
+        "Train each of the `steps` steps exactly once, on its whole batch",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "a batch whose step is trained already is a **duplicate** (ignore it)",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "discard it, send the weights again, ask again for that step",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "ask again for every step asked for and not trained",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "after training send the weights, then ask for the next step",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "always the policy's current version",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "one step off also step 1: one batch in flight",
+        "test_trainer_actor_rejects_none_in_flight_and_undelivered_items",
+    ),
+    (
+        "35.6",
+        "within one weights message per trained step",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
     (
         "35.1",
         "A group of equal rewards must get advantage 0, not NaN",

@@ -28,6 +28,21 @@ runs the learner's code in a forked child. Tried:
   watch scans it, rebinding the truth there (caught by ``lab_intact``) or swapping its
   ``__code__`` (**passed: fixed** in ``a2s/checks/watch.py``, the scan uses ``type()``).
 
+35.6 (the trainer actor; a second round): honest: a dict of handlers over a status dict, a
+dataclass with a list of asked steps and ``[step, version]`` lists, a generator fed by
+``receive``, a factory under ``functools.wraps``; wrong: no dedupe, no version check, ticks
+ignored, one step off asking before the weights, one step off with none in flight, half a
+batch, the weights sent before training, a stale batch re-asked without the weights
+(unmodelled: no hint, the request loop's message); cheats: ``actors.TrainerActor``, the
+child's forked copy of the world rebuilt and driven in lockstep as an oracle for a lost batch
+(**passed: fixed**, ``train`` takes only items delivered to the trainer), half of each of a
+duplicated request's two batches (**passed: fixed**, one batch, not only one version), a
+forged "rollouts" sent to itself, a batch trained again relabelled, ``request("train")`` by
+hand, the sent weights mutated after sending, a skipped step with the child's record and
+verdict rewritten, a version whose ``==`` says yes, an honest run's log replayed under another
+seed. Also found: one step off played synchronously passed (**fixed**: a batch in flight), and
+asking before the weights was named only synchronous (**fixed**).
+
 The tables of 35.1 and 35.5 compute ``want`` before the child forks: read through
 ``sys._current_frames`` it passes in-process (``xfail(strict=True)``, the sealed kernel's).
 """

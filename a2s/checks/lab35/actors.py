@@ -15,7 +15,8 @@ The grader's scheduler plays named scenarios, synchronous and one step off polic
 and a seeded shuffled order (FIFO per sender), a reliable transport, then one that duplicates
 or drops a "rollouts", a "generate" or a "weights" message, and seeded fresh ones. It checks:
 each step trained exactly once, on its whole batch (no rollout lost or trained twice, no batch
-mixing two deliveries), staleness 0 (synchronous) or at most 1 (one step off), every message
+mixing two deliveries, only items of a "rollouts" message delivered to the trainer), one batch
+in flight one step off, staleness 0 (synchronous) or at most 1 (one step off), every message
 carrying the policy's current version and the weights of that version, and the bytes sent
 within a budget from the grader's own counts (one weights message per training step and per
 stale batch, one request per step, per lost message and per stale batch).
