@@ -17,6 +17,14 @@ FIFO; the system delivers round robin until every mailbox is empty. A flaky tran
 modelled (``drop``/``duplicate``: message numbers), and :func:`delivery_report` finds the
 rollouts lost or delivered twice from the ids each side recorded.
 
+Every message carries a policy version ("generate": (step, version), "rollouts": (step,
+version, items), "weights": (version, state)), so the trainer survives that transport: a
+batch whose step it has already trained is a duplicate and is dropped; a batch older than
+allowed (the weights message before it was lost) is discarded, and the trainer sends the
+weights again and asks for that step again; when every mailbox is empty and it still waits,
+the system delivers a "tick" (a timeout) and the trainer asks again for every step it has
+asked for and not trained (the request or its answer was lost).
+
 Synchronous (``off_policy=False``): the trainer trains on batch k, sends the new weights, then
 asks for batch k+1, so every batch is sampled by the current policy (staleness 0) and the two
 roles wait for each other. One step off policy: the trainer asks for batch k+1 *before*
@@ -102,10 +110,18 @@ class ActorSystem:
     def start(self, actor: Actor) -> None:
         self.actors[actor.name].mailbox.append(Message(-1, "system", "start", None))
 
-    def run(self, max_messages: int = 10_000) -> int:
-        """Deliver until every mailbox is empty; returns the messages handled."""
+    def run(self, max_messages: int = 10_000, max_ticks: int = 20) -> int:
+        """Deliver until every mailbox is empty and no actor is ``waiting`` (each waiting
+        actor gets a "tick" when all mailboxes are empty); returns the messages handled."""
         handled = 0
-        while any(a.mailbox for a in self.actors.values()):
+        while True:
+            if not any(a.mailbox for a in self.actors.values()):
+                waiting = [a for a in self.actors.values() if getattr(a, "waiting", False)]
+                if not waiting or max_ticks <= 0:
+                    break
+                max_ticks -= 1
+                for a in waiting:
+                    a.mailbox.append(Message(-1, "system", "tick", None))
             for actor in list(self.actors.values()):
                 if actor.mailbox:
                     actor.receive(actor.mailbox.popleft())
@@ -136,13 +152,15 @@ class RolloutActor(Actor):
             self.engine.model.load_state_dict(state, strict=False)  # into its own arrays
             self.engine.version = version
         elif msg.kind == "generate":
-            step = msg.payload
+            step = msg.payload[0]
             draw = 10_000 * cfg.seed + (0 if cfg.fixed_prompts else step)
             prompts = make_prompts(cfg.tasks, cfg.prompts_per_step, seed=draw)
             out = generate(self.engine, prompts, cfg.group_size, cfg.max_new_tokens, cfg.partial)
+            step, _ = msg.payload  # (step, the trainer's version when it asked)
             ids = [f"{step}:{i}" for i in range(len(out))]
             self.sent += ids
-            self.send(msg.sender, "rollouts", (step, list(zip(ids, out, strict=True))))
+            items = list(zip(ids, out, strict=True))
+            self.send(msg.sender, "rollouts", (step, self.engine.version, items))
         else:
             raise ValueError(f"{self.name}: unknown message {msg.kind!r}")
 
@@ -162,15 +180,31 @@ class TrainerActor(Actor):
         super().__init__(name)
         self.trainer = GRPOTrainer(model, cfg)
         self.steps, self.rollout, self.off_policy = steps, rollout, off_policy
-        self.received: list[str] = []
+        self.received: list[str] = []  # every rollout id delivered (duplicates too)
+        self.trained: list[str] = []  # the ids trained on, in order
         self.staleness: list[int] = []
         self.rewards: list[float] = []
         self.requested = 0
+        self.outstanding: set[int] = set()  # steps asked for and not trained
+        self.done: set[int] = set()
+        self.discarded = 0
+
+    @property
+    def waiting(self) -> bool:
+        return len(self.done) < self.steps
+
+    def _ask(self, step: int) -> None:
+        self.outstanding.add(step)
+        self.send(self.rollout, "generate", (step, self.trainer.version))
 
     def _request(self) -> None:
         if self.requested < self.steps:
-            self.send(self.rollout, "generate", self.requested)
+            self._ask(self.requested)
             self.requested += 1
+
+    def _weights(self) -> None:
+        state = {n: p.data for n, p in self.trainer.policy.named_parameters() if p.requires_grad}
+        self.send(self.rollout, "weights", (self.trainer.version, state))
 
     def receive(self, msg: Message) -> None:
         if msg.kind == "start":
@@ -178,15 +212,27 @@ class TrainerActor(Actor):
             if self.off_policy:
                 self._request()  # one batch in flight while the first trains
             return
+        if msg.kind == "tick":  # a timeout: nothing is in flight, so what is missing was lost
+            for step in sorted(self.outstanding):
+                self._ask(step)
+            return
         if msg.kind != "rollouts":
             raise ValueError(f"{self.name}: unknown message {msg.kind!r}")
-        _, items = msg.payload
+        step, version, items = msg.payload
         self.received += [rid for rid, _ in items]
-        rollouts = [r for _, r in items]
-        self.staleness.append(self.trainer.version - max(r.version for r in rollouts))
-        self.rewards.append(self.trainer.step(rollouts)["reward"])
-        state = {n: p.data for n, p in self.trainer.policy.named_parameters() if p.requires_grad}
-        self.send(self.rollout, "weights", (self.trainer.version, state))
+        if step in self.done:
+            return  # a duplicate: trained already
+        if self.trainer.version - version > int(self.off_policy):
+            self.discarded += 1  # sampled by a policy older than allowed: the weights were lost
+            self._weights()
+            self._ask(step)
+            return
+        self.outstanding.discard(step)
+        self.done.add(step)
+        self.trained += [rid for rid, _ in items]
+        self.staleness.append(self.trainer.version - version)
+        self.rewards.append(self.trainer.step([r for _, r in items])["reward"])
+        self._weights()  # the weights first, then the next request: staleness 0 in sync mode
         self._request()
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from a2s.checks import lab35
-from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
+from a2s.checks.core import CheckFailure, ForbiddenCallError, ReferenceCalledError
 from a2s.checks.lab35 import _truth
 from minitorch.autograd import Tensor, exp
-from minitorch.rl import grpo, placement, rollout, sync
+from minitorch.rl import actors, grpo, placement, rollout, sync
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.rl")
@@ -430,6 +430,209 @@ def test_weight_sync_rejects_the_reference():
     rejects(lab35.check_weight_sync, Ref, match="reference", error=ReferenceCalledError)
 
 
+# --------------------------------------------------------------------------- 35.6
+class TrainerRole:
+    def __init__(self, policy, rollout, steps, off_policy):
+        self.policy, self.rollout, self.steps, self.off = policy, rollout, steps, off_policy
+        self.next_step, self.asked, self.done = 0, set(), set()
+
+    def ask(self, step):
+        self.asked.add(step)
+        self.rollout.send("generate", (step, self.policy.version()))
+
+    def ask_next(self):
+        if self.next_step < self.steps:
+            self.ask(self.next_step)
+            self.next_step += 1
+
+    def send_weights(self):
+        self.rollout.send("weights", (self.policy.version(), self.policy.weights()))
+
+    def receive(self, kind, payload):
+        if kind == "start":
+            self.ask_next()
+            if self.off:
+                self.ask_next()
+        elif kind == "tick":
+            for step in sorted(self.asked - self.done):
+                self.ask(step)
+        elif kind == "rollouts":
+            step, version, items = payload
+            if step in self.done:
+                return
+            if self.policy.version() - version > int(self.off):
+                self.send_weights()
+                self.ask(step)
+                return
+            self.done.add(step)
+            self.policy.train(items)
+            self.send_weights()
+            self.ask_next()
+
+
+class AsksBeforeWeights(TrainerRole):  # sync: the next request overtakes the new weights
+    def receive(self, kind, payload):
+        if kind != "rollouts":
+            return super().receive(kind, payload)
+        step, version, items = payload
+        if step in self.done:
+            return None
+        if self.policy.version() - version > int(self.off):
+            self.send_weights()
+            self.ask(step)
+            return None
+        self.done.add(step)
+        self.policy.train(items)
+        self.ask_next()
+        self.send_weights()
+        return None
+
+
+class AsksBeforeWeightsUnchecked(AsksBeforeWeights):
+    def receive(self, kind, payload):
+        if kind == "rollouts" and payload[0] not in self.done:
+            self.done.add(payload[0])
+            self.policy.train(payload[2])
+            self.ask_next()
+            self.send_weights()
+            return None
+        return super().receive(kind, payload)
+
+
+class NoDedupe(TrainerRole):
+    def receive(self, kind, payload):
+        if kind == "rollouts":
+            self.done.discard(payload[0])
+        return super().receive(kind, payload)
+
+
+class NoVersionCheck(TrainerRole):
+    def receive(self, kind, payload):
+        if kind == "rollouts" and payload[0] not in self.done:
+            self.done.add(payload[0])
+            self.policy.train(payload[2])
+            self.send_weights()
+            self.ask_next()
+            return None
+        return super().receive(kind, payload)
+
+
+class IgnoresTicks(TrainerRole):
+    def receive(self, kind, payload):
+        return None if kind == "tick" else super().receive(kind, payload)
+
+
+class WeightsWithEveryMessage(TrainerRole):
+    def receive(self, kind, payload):
+        self.send_weights()
+        return super().receive(kind, payload)
+
+
+class NoVersionOnRequests(TrainerRole):
+    def ask(self, step):
+        self.asked.add(step)
+        self.rollout.send("generate", (step, 0))
+
+
+class TwoInFlightPerStep(TrainerRole):  # one step off, asks two new batches per batch
+    def ask_next(self):
+        for _ in range(1 + int(self.off)):
+            if self.next_step < self.steps:
+                self.ask(self.next_step)
+                self.next_step += 1
+
+
+class MergesTwoBatches(TrainerRole):  # one step off: trains on half of each of two batches
+    first = None
+
+    def receive(self, kind, payload):
+        if (
+            kind == "rollouts"
+            and self.off
+            and payload[0] == 1
+            and self.first
+            and 1 not in self.done
+        ):
+            self.done.add(1)
+            self.policy.train(payload[2][:2] + self.first[2:])
+            self.send_weights()
+            self.ask_next()
+            return None
+        if kind == "rollouts" and payload[0] == 0:
+            self.first = list(payload[2])
+        return super().receive(kind, payload)
+
+
+def test_trainer_actor_passes(capsys):
+    lab35.check_trainer_actor(TrainerRole)
+    out = capsys.readouterr().out
+    assert "11 scenarios" in out and "staleness 0 synchronous / 1 one step off" in out
+
+
+@pytest.mark.parametrize(
+    ("answer", "match"),
+    [
+        (AsksBeforeWeights, r"budget.*asked for the next batch before sending the weights"),
+        (AsksBeforeWeightsUnchecked, r"staleness 1 .*asked for the next batch before sending"),
+        (NoDedupe, r"rollouts 1 duplicated\] batch 1 trained twice"),
+        (NoVersionCheck, r"weights 0 dropped\] batch 1 .*a weights message was lost"),
+        (IgnoresTicks, r"rollouts 1 dropped\] batches \[1\] never trained.*tick"),
+        (WeightsWithEveryMessage, r"bytes sent, budget"),
+        (NoVersionOnRequests, r"every message carries the policy version"),
+        (TwoInFlightPerStep, r"keep one batch in flight"),
+        (MergesTwoBatches, r"mixes rollouts of policy versions|one whole batch"),
+    ],
+)
+def test_trainer_actor_rejects_modelled_mistakes(answer, match):
+    rejects(lab35.check_trainer_actor, answer, match=match)
+
+
+def test_trainer_actor_hints_name_only_their_mistake():
+    with pytest.raises(CheckFailure) as err:
+        lab35.check_trainer_actor(NoVersionCheck)
+    assert "before sending" not in str(err.value)
+    with pytest.raises(CheckFailure) as err:
+        lab35.check_trainer_actor(WeightsWithEveryMessage)
+    assert "before sending" not in str(err.value) and "in flight" not in str(err.value)
+
+
+def test_trainer_actor_rejects_none_in_flight_and_undelivered_items():
+    class Synchronous(TrainerRole):  # one step off played synchronously
+        def __init__(self, policy, rollout, steps, off_policy):
+            super().__init__(policy, rollout, steps, False)
+
+    rejects(lab35.check_trainer_actor, Synchronous, match="keep one batch in flight")
+
+    class Forged(TrainerRole):  # a rollouts message made up on a tick
+        def receive(self, kind, payload):
+            if kind == "tick" and self.asked - self.done:
+                step = min(self.asked - self.done)
+                items = [(f"{step}:{i}", 0.5) for i in range(4)]
+                return super().receive("rollouts", (step, self.policy.version(), items))
+            return super().receive(kind, payload)
+
+    rejects(lab35.check_trainer_actor, Forged, match="rollouts message delivered to you")
+
+
+def test_trainer_actor_rejects_a_skipped_scenario_and_the_reference():
+    from a2s.checks.harness import request
+
+    class Skipper(TrainerRole):
+        def receive(self, kind, payload):
+            if kind == "start":
+                request("scenario")  # jump to the next scenario, leaving this one untrained
+            return super().receive(kind, payload)
+
+    rejects(lab35.check_trainer_actor, Skipper, match="never trained|stopped")
+
+    class Ref(TrainerRole):
+        def receive(self, kind, payload):
+            actors.delivery_report([], [])
+            return super().receive(kind, payload)
+
+    rejects(lab35.check_trainer_actor, Ref, match="reference", error=ReferenceCalledError)
+
+
 # --------------------------------------------------------------------------- truths
 def test_truths_agree_with_the_reference():
     g = np.random.default_rng(0)
@@ -500,6 +703,46 @@ def test_bad_answers_get_a_clear_message(check, answer, match):
 
 # --------------------------------------------------------------------------- musts
 MUSTS = [
+    (
+        "35.6",
+        "Train each of the `steps` steps exactly once, on its whole batch",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "a batch whose step is trained already is a **duplicate** (ignore it)",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "discard it, send the weights again, ask again for that step",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "ask again for every step asked for and not trained",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "after training send the weights, then ask for the next step",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "always the policy's current version",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
+    (
+        "35.6",
+        "one step off also step 1: one batch in flight",
+        "test_trainer_actor_rejects_none_in_flight_and_undelivered_items",
+    ),
+    (
+        "35.6",
+        "within one weights message per trained step",
+        "test_trainer_actor_rejects_modelled_mistakes",
+    ),
     (
         "35.1",
         "A group of equal rewards must get advantage 0, not NaN",

@@ -28,6 +28,21 @@ runs the learner's code in a forked child. Tried:
   watch scans it, rebinding the truth there (caught by ``lab_intact``) or swapping its
   ``__code__`` (**passed: fixed** in ``a2s/checks/watch.py``, the scan uses ``type()``).
 
+35.6 (the trainer actor; a second round): honest: a dict of handlers over a status dict, a
+dataclass with a list of asked steps and ``[step, version]`` lists, a generator fed by
+``receive``, a factory under ``functools.wraps``; wrong: no dedupe, no version check, ticks
+ignored, one step off asking before the weights, one step off with none in flight, half a
+batch, the weights sent before training, a stale batch re-asked without the weights
+(unmodelled: no hint, the request loop's message); cheats: ``actors.TrainerActor``, the
+child's forked copy of the world rebuilt and driven in lockstep as an oracle for a lost batch
+(**passed: fixed**, ``train`` takes only items delivered to the trainer), half of each of a
+duplicated request's two batches (**passed: fixed**, one batch, not only one version), a
+forged "rollouts" sent to itself, a batch trained again relabelled, ``request("train")`` by
+hand, the sent weights mutated after sending, a skipped step with the child's record and
+verdict rewritten, a version whose ``==`` says yes, an honest run's log replayed under another
+seed. Also found: one step off played synchronously passed (**fixed**: a batch in flight), and
+asking before the weights was named only synchronous (**fixed**).
+
 The tables of 35.1 and 35.5 compute ``want`` before the child forks: read through
 ``sys._current_frames`` it passes in-process (``xfail(strict=True)``, the sealed kernel's).
 """
@@ -38,6 +53,7 @@ import collections
 import dataclasses
 import functools
 import gc
+import inspect
 import sys
 
 import numpy as np
@@ -46,17 +62,23 @@ import pytest
 from a2s.checks import lab35
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from a2s.checks.harness import request
+from a2s.checks.lab35 import workers
 from a2s.checks.lab35.advantages import ADVANTAGES
 from a2s.checks.lab35.placement import STEP
 from minitorch.autograd import Tensor, exp
-from minitorch.rl import grpo, placement, rollout, sync
+from minitorch.rl import actors, grpo, placement, rollout, sync
 from tests.checks.test_lab35 import (
+    AsksBeforeWeights,
     Eager,
     EveryHeldPush,
     EveryParameter,
     FirstHeldPush,
+    IgnoresTicks,
     NeverFlushes,
+    NoDedupe,
+    NoVersionCheck,
     QueueSync,
+    TrainerRole,
     WeightSync,
     _adv_bug,
     advantages_loop,
@@ -78,6 +100,7 @@ A, L, R, W, S = (
     lab35.check_weight_sync,
     lab35.check_step_time,
 )
+T = lab35.check_trainer_actor
 
 
 def run(check, fn):
@@ -519,6 +542,403 @@ def step_always_equal(mode, g, t, s, n, ng):
     return always_equal(0.0)
 
 
+# --------------------------------------------------------------------------- 35.6
+class HandlerTable:
+    """The state machine as a dict of handlers, the bookkeeping in one dict step -> status."""
+
+    def __init__(self, policy, rollout, steps, off_policy):
+        self.policy, self.rollout, self.steps, self.off = policy, rollout, steps, off_policy
+        self.status = {}  # step -> "asked" | "trained"
+        self.handlers = {"start": self._start, "tick": self._tick, "rollouts": self._rollouts}
+
+    def receive(self, kind, payload):
+        self.handlers[kind](payload)
+
+    def _ask(self, step):
+        if step < self.steps:
+            self.status[step] = "asked"
+            self.rollout.send("generate", (step, self.policy.version()))
+
+    def _start(self, _):
+        for step in range(1 + int(self.off)):
+            self._ask(step)
+
+    def _tick(self, _):
+        for step in sorted(s for s, st in self.status.items() if st == "asked"):
+            self._ask(step)
+
+    def _rollouts(self, payload):
+        step, version, items = payload
+        if self.status.get(step) == "trained":
+            return
+        v = self.policy.version()
+        if v - version > int(self.off):
+            self.rollout.send("weights", (v, self.policy.weights()))
+            self._ask(step)
+            return
+        self.status[step] = "trained"
+        v = self.policy.train(items)
+        self.rollout.send("weights", (v, self.policy.weights()))
+        self._ask(max(self.status) + 1)
+
+
+@dataclasses.dataclass
+class DataclassTrainer:
+    """A dataclass; the trained steps kept as a list of the versions they were trained at."""
+
+    policy: object
+    rollout: object
+    steps: int
+    off_policy: bool
+    asked: list = dataclasses.field(default_factory=list)
+    trained_at: dict = dataclasses.field(default_factory=dict)
+
+    def receive(self, kind, payload):
+        import operator
+
+        if kind == "start":
+            for _ in range(1 + int(self.off_policy)):
+                self.ask(len(self.asked))
+        elif kind == "tick":
+            for step in [s for s in self.asked if s not in self.trained_at]:
+                self.ask(step, again=True)
+        else:
+            step, version, items = payload
+            if step in self.trained_at:
+                return
+            now = self.policy.version()
+            if operator.sub(now, version) > int(self.off_policy):
+                self.rollout.send("weights", (now, self.policy.weights()))
+                self.ask(step, again=True)
+                return
+            self.trained_at[step] = self.policy.train(list(items))
+            self.rollout.send("weights", (self.policy.version(), self.policy.weights()))
+            self.ask(len(self.asked))
+
+    def ask(self, step, again=False):
+        if step >= self.steps:
+            return
+        if not again:
+            self.asked.append(step)
+        self.rollout.send("generate", [step, self.policy.version()])  # a list is plain too
+
+
+class GeneratorTrainer:
+    """The handler as a generator: receive sends each message into it."""
+
+    def __init__(self, policy, rollout, steps, off_policy):
+        self._run = self._loop(policy, rollout, steps, off_policy)
+        next(self._run)
+
+    def receive(self, kind, payload):
+        self._run.send((kind, payload))
+
+    @staticmethod
+    def _loop(policy, rollout, steps, off):
+        asked, done, nxt = set(), set(), 0
+
+        def ask(step):
+            asked.add(step)
+            rollout.send("generate", (step, policy.version()))
+
+        while True:
+            kind, payload = yield
+            if kind == "start":
+                for _ in range(1 + int(off)):
+                    ask(nxt)
+                    nxt += 1
+            elif kind == "tick":
+                for step in sorted(asked - done):
+                    ask(step)
+            elif payload[0] not in done:
+                step, version, items = payload
+                if policy.version() - version > int(off):
+                    rollout.send("weights", (policy.version(), policy.weights()))
+                    ask(step)
+                    continue
+                done.add(step)
+                policy.train(items)
+                rollout.send("weights", (policy.version(), policy.weights()))
+                if nxt < steps:
+                    ask(nxt)
+                    nxt += 1
+
+
+class AsksFirstOneOff(AsksBeforeWeights):
+    """One step off, the next request sent before the new weights (synchronous is right)."""
+
+    def receive(self, kind, payload):
+        if self.off:
+            return super().receive(kind, payload)
+        return TrainerRole.receive(self, kind, payload)
+
+
+class NoneInFlight(TrainerRole):  # one step off played synchronously: staleness 0
+    def __init__(self, policy, rollout, steps, off_policy):
+        super().__init__(policy, rollout, steps, False)
+
+
+class HalfBatch(TrainerRole):
+    def receive(self, kind, payload):
+        if kind == "rollouts":
+            payload = (payload[0], payload[1], payload[2][: len(payload[2]) // 2])
+        return super().receive(kind, payload)
+
+
+class StaleReaskedOnly(TrainerRole):  # unmodelled: a stale batch re-asked, no new weights
+    def send_weights(self):
+        if self.policy.version() in getattr(self, "sent", set()):
+            return
+        self.sent = getattr(self, "sent", set()) | {self.policy.version()}
+        super().send_weights()
+
+
+class WeightsBeforeTraining(TrainerRole):
+    """The weights sent before policy.train: the rollout actor gets the old version."""
+
+    def receive(self, kind, payload):
+        if kind == "rollouts" and payload[0] not in self.done:
+            step, version, items = payload
+            if self.policy.version() - version <= int(self.off):
+                self.done.add(step)
+                self.send_weights()
+                self.policy.train(items)
+                self.ask_next()
+                return None
+        return super().receive(kind, payload)
+
+
+class CallsTrainerActor(TrainerRole):
+    """The reference TrainerActor's request bookkeeping borrowed."""
+
+    def ask(self, step):
+        actors.TrainerActor.waiting.fget(self)
+        super().ask(step)
+
+
+def _child_worlds():
+    """The child's copy (forked) of the grader's scenarios, found through gc."""
+    return next(
+        o
+        for o in gc.get_objects()
+        if type(o) is list and len(o) > 8 and all(type(w) is workers._World for w in o)
+    )
+
+
+class Oracle(TrainerRole):
+    """A copy of the grader's world, rebuilt in the child from its forked copy (the source
+    exec'd afresh, so no grader code is called) and driven in lockstep: a rollouts message
+    the transport lost is read from the copy and trained on as if delivered."""
+
+    scenario = -1
+
+    def __init__(self, policy, rollout, steps, off_policy):
+        Oracle.scenario += 1
+        w = _child_worlds()[Oracle.scenario]
+        ns = {"__name__": "mine"}
+        exec(compile(inspect.getsource(workers), "mine.py", "exec"), ns)
+        faults = tuple((k, n, f) for (k, n), f in w.faults.items())
+        self.m = m = ns["_World"](w.label, w.off, w.order, faults, w.seed)
+        mirror = self
+
+        class P:
+            def version(self):
+                return policy.version()
+
+            def train(self, items):
+                mirror.m.train(items)
+                return policy.train(items)
+
+            def weights(self):
+                return policy.weights()
+
+        class R:
+            def send(self, kind, payload):
+                m.send(kind, payload)
+                return rollout.send(kind, payload)
+
+        super().__init__(P(), R(), steps, off_policy)
+        self.got = set()
+
+    def receive(self, kind, payload):
+        self.m.next()
+        if kind == "rollouts":
+            self.got.update(i for i, _ in payload[2])
+        super().receive(kind, payload)
+        waiting = sorted(self.asked - self.done)
+        if not waiting:
+            return
+        step = waiting[0]
+        items = sorted((k for k in self.m.delivered if k[0].startswith(f"{step}:")), key=str)
+        inbox = {i for k, p, _ in self.m.to_trainer if k == "rollouts" for i, _r in p[2]}
+        if len(items) == 4 and not {i for i, _ in items} & (self.got | inbox):
+            self.got.update(i for i, _ in items)
+            v = self.m.delivered[items[0]]
+            super().receive("rollouts", (step, v[0] if type(v) is tuple else v, items))
+
+
+class MixesTheDuplicate(TrainerRole):
+    """Reads from the child's copy which generate the transport duplicates, holds that step's
+    first batch and trains on half of each of its two batches (same version)."""
+
+    scenario = -1
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        MixesTheDuplicate.scenario += 1
+        w = _child_worlds()[MixesTheDuplicate.scenario]
+        self.dup = {n for (k, n), f in w.faults.items() if k == "generate" and f == "dup"}
+        self.sent, self.held = 0, {}
+
+    def ask(self, step):
+        if self.sent in self.dup:
+            self.held[step] = None
+        self.sent += 1
+        super().ask(step)
+
+    def receive(self, kind, payload):
+        if kind == "rollouts" and payload[0] in self.held and payload[0] not in self.done:
+            first = self.held[payload[0]]
+            if first is None:
+                self.held[payload[0]] = list(payload[2])
+                return None
+            payload = (payload[0], payload[1], first[:2] + list(payload[2])[2:])
+        return super().receive(kind, payload)
+
+
+class ForgesRollouts(TrainerRole):
+    """On a tick, a rollouts message made up for the missing step, sent to itself."""
+
+    def receive(self, kind, payload):
+        if kind == "tick" and self.asked - self.done:
+            step = min(self.asked - self.done)
+            fake = [(f"{step}:{i}", 0.5) for i in range(4)]
+            return super().receive("rollouts", (step, self.policy.version(), fake))
+        return super().receive(kind, payload)
+
+
+class TrainsTwiceRelabelled(TrainerRole):
+    """Each batch trained a second time, its ids relabelled as the next step's."""
+
+    def receive(self, kind, payload):
+        super().receive(kind, payload)
+        if kind == "rollouts" and payload[0] + 1 < self.steps and payload[0] + 1 not in self.done:
+            step = payload[0] + 1
+            self.policy.train([(f"{step}:{rid.split(':')[1]}", r) for rid, r in payload[2]])
+            self.done.add(step)
+
+
+class TrainsByHand(TrainerRole):
+    """request("train") sent by hand, with the items of batch 0 for every missing step."""
+
+    def receive(self, kind, payload):
+        if kind == "tick":
+            for step in sorted(self.asked - self.done):
+                request("train", [(f"{step}:{i}", 0.0) for i in range(4)])
+                self.done.add(step)
+            return None
+        return super().receive(kind, payload)
+
+
+class MutatesSentWeights(TrainerRole):
+    """One weights message at the start, its dict updated in place after each training step
+    (in one process the rollout actor would see the new arrays: across processes, not)."""
+
+    def receive(self, kind, payload):
+        if kind == "start":
+            self.state = self.policy.weights()
+            self.rollout.send("weights", (self.policy.version(), self.state))
+        return super().receive(kind, payload)
+
+    def send_weights(self):
+        self.state.update(self.policy.weights())
+
+
+class MarksSkipped(TrainerRole):
+    """Step 2 marked trained and skipped (no policy.train), the world's record rewritten in
+    the child's copy and its verdict patched there."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        workers._World.verdict = lambda self: None  # the child's copy of the grader
+        for w in _child_worlds():
+            w.trained = dict.fromkeys(range(4), 1)
+
+    def receive(self, kind, payload):
+        if kind == "rollouts" and payload[0] == 2 and 2 not in self.done:
+            self.done.add(2)
+            self.ask_next()
+            return None
+        return super().receive(kind, payload)
+
+
+class EqualVersionRequest(TrainerRole):
+    def ask(self, step):
+        self.asked.add(step)
+        self.rollout.send("generate", (step, always_equal(0)))
+
+
+def _record(w, off):
+    """The honest trainer on one of the grader's worlds: [delivery] -> its calls."""
+    calls = []
+
+    class P:
+        def version(self):
+            return w.version
+
+        def train(self, items):
+            calls[-1].append(("train", items))
+            return w.train(items)
+
+        def weights(self):
+            return w.weights()
+
+    class R:
+        def send(self, kind, payload):
+            calls[-1].append(("send", kind, payload))
+            w.send(kind, payload)
+
+    t = TrainerRole(P(), R(), workers.STEPS, off)
+    while (msg := w.next()) is not None:
+        calls.append([])
+        t.receive(*msg)
+    return calls
+
+
+def _recorded_log(seed):
+    """What the honest trainer did on every delivery, recorded here (in the test's process,
+    on the grader's worlds) under another grading seed: [scenario][delivery] -> calls."""
+    from a2s.checks.lab35.actors import NAMED, _fresh
+
+    g = np.random.default_rng([seed, 7])
+    scenarios = list(NAMED) + [_fresh(g, i) for i in range(2)]
+    return [
+        _record(workers._World(label, off, order, faults, seed + i), off)
+        for i, (label, off, order, faults) in enumerate(scenarios)
+    ]
+
+
+_LOG = _recorded_log(12345)
+
+
+class ReplaysLog:
+    """Replays, delivery by delivery, what an honest run did under another seed."""
+
+    scenario = -1
+
+    def __init__(self, policy, rollout, steps, off_policy):
+        ReplaysLog.scenario += 1
+        self.policy, self.rollout = policy, rollout
+        self.calls = iter(_LOG[ReplaysLog.scenario])
+
+    def receive(self, kind, payload):
+        for call in next(self.calls, []):
+            if call[0] == "train":
+                self.policy.train(call[1])
+            else:
+                self.rollout.send(call[1], call[2])
+
+
 ATTEMPTS = [
     # ------------------------------------------------------------------ 35.1 group_advantages
     honest("35.1", "statistics.stdev over lists", run(A, adv_statistics)),
@@ -654,6 +1074,56 @@ def _in_the_grader(kind):
 ATTEMPTS += [
     cheat("35.5", "the truth rebound from the grader's process", run(S, _in_the_grader("rebind"))),
     cheat("35.5", "the truth's code swapped there", run(S, _in_the_grader("code"))),
+]
+ATTEMPTS += [
+    # ------------------------------------------------------------------ 35.6 Trainer
+    honest("35.6", "a dict of handlers, a status dict", run(T, HandlerTable)),
+    honest("35.6", "a dataclass, a list of asked steps", run(T, DataclassTrainer)),
+    honest("35.6", "a generator fed by receive", run(T, GeneratorTrainer)),
+    honest("35.6", "a factory under functools.wraps", run(T, wrapped(TrainerRole))),
+    wrong("35.6", "no dedupe", run(T, NoDedupe), match="trained twice"),
+    wrong("35.6", "no version check", run(T, NoVersionCheck), match="a weights message was lost"),
+    wrong("35.6", "ticks ignored", run(T, IgnoresTicks), match=r"never trained.*tick"),
+    wrong(
+        "35.6",
+        "one step off, asks before the weights",
+        run(T, AsksFirstOneOff),
+        match=r"one step off.*asked for the next batch before sending the weights",
+    ),
+    wrong("35.6", "one step off, none in flight", run(T, NoneInFlight), "keep one batch in flight"),
+    wrong("35.6", "half a batch", run(T, HalfBatch), match="one whole batch"),
+    wrong(
+        "35.6",
+        "the weights sent before training",
+        run(T, WeightsBeforeTraining),
+        match="before sending the weights of the trained policy",
+    ),
+    wrong(
+        "35.6",
+        "a stale batch re-asked without the weights (unmodelled)",
+        run(T, StaleReaskedOnly),
+        match=r"^(?!.*(before sending|in flight|was lost)).*a loop of requests",
+    ),
+    cheat("35.6", "actors.TrainerActor's bookkeeping", run(T, CallsTrainerActor), "reference", REF),
+    cheat(
+        "35.6",
+        "the child's copy of the world as an oracle",
+        run(T, Oracle),
+        match="rollouts message delivered to you|bytes sent, budget",  # the copy may lag
+    ),
+    cheat(
+        "35.6",
+        "two batches of a duplicated generate mixed",
+        run(T, MixesTheDuplicate),
+        match="mixes rollouts of two batches",
+    ),
+    cheat("35.6", "a forged rollouts to itself", run(T, ForgesRollouts), "delivered to you"),
+    cheat("35.6", "a batch trained twice, relabelled", run(T, TrainsTwiceRelabelled), "delivered"),
+    cheat("35.6", "train requested by hand", run(T, TrainsByHand), "delivered to you"),
+    cheat("35.6", "the sent weights mutated", run(T, MutatesSentWeights), "loop of requests"),
+    cheat("35.6", "a step skipped, the record rewritten", run(T, MarksSkipped), "never trained"),
+    cheat("35.6", "a version whose == says yes", run(T, EqualVersionRequest), "plain values"),
+    cheat("35.6", "an honest run's log replayed", run(T, ReplaysLog), match="delivered to you"),
 ]
 FRAMES = [
     cheat("35.1", "want read from the frames", run(A, want_from_frames(adv_replayed))),

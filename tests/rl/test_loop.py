@@ -86,15 +86,22 @@ def test_actors_lose_and_duplicate_nothing(model, off_policy, staleness):
         assert not np.shares_memory(a.data, b.data)
 
 
-def test_a_flaky_transport_is_caught(model):
+def test_a_flaky_transport_is_caught_and_survived(model):
     # message numbers: 0 generate, 1 rollouts, 2 weights, 3 generate, 4 rollouts
     system, rollout, trainer = _actors(model, False, steps=2, duplicate=[1])
     log_kinds = [k for _, _, _, k, _ in system.log]
     assert log_kinds[1] == "rollouts"
     report = delivery_report(rollout.sent, trainer.received)
-    assert report["lost"] == [] and len(report["duplicated"]) == 8
+    assert report["lost"] == [] and len(report["duplicated"]) == 8  # delivered twice
+    assert delivery_report(rollout.sent, trainer.trained)["duplicated"] == []  # trained once
     system, rollout, trainer = _actors(model, False, steps=2, drop=[4])
-    assert delivery_report(rollout.sent, trainer.received)["lost"] == [f"1:{i}" for i in range(8)]
+    assert "tick" not in log_kinds and log_kinds.count("generate") == 2
+    assert [k for _, _, _, k, _ in system.log].count("generate") == 3  # step 1 asked again
+    assert sorted(set(trainer.trained)) == sorted(trainer.trained) == sorted(set(rollout.sent))
+    # the weights after step 0 lost: batch 1 comes back one version old and is discarded
+    system, rollout, trainer = _actors(model, False, steps=2, drop=[2])
+    assert trainer.discarded == 1 and trainer.staleness == [0, 0]
+    assert rollout.engine.version == trainer.trainer.version == 2
 
 
 def test_step_time_cost_model():
