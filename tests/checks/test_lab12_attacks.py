@@ -905,7 +905,7 @@ PREFIX = [
         "lab 09's grader attention",
         lambda: lab12.check_prefix_attention(_lab09_fwd, pre_bwd),
         match="a2s.checks.lab09",
-        error=ForbiddenCallError,
+        error=ReferenceCalledError,  # another lab's grader: the truth guard blocks it first
     ),
     cheat(
         "12.5",
