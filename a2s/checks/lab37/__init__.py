@@ -10,6 +10,7 @@ valgrind's cachegrind. The reference (``minitorch.native``) is blocked while the
 runs.
 """
 
+from a2s.checks.lab37.cachesim import check_tiled_trace
 from a2s.checks.lab37.ctypes_call import check_axpy
 from a2s.checks.lab37.link import check_unresolved
 from a2s.checks.lab37.opcounts import check_op_counts
@@ -21,5 +22,6 @@ __all__ = [
     "check_offers_and_needs",
     "check_op_counts",
     "check_pages_touched",
+    "check_tiled_trace",
     "check_unresolved",
 ]
