@@ -75,7 +75,12 @@ def _weights(cfg: Mapping[str, Any], seed: int) -> dict[str, Any]:
 
     w: dict[str, Any] = {"wte": r(v, c), "wpe": r(t, c), "head": r(v, c)}
     for i in range(cfg["n_layer"]):
-        for name, (o, k) in {"qkv": (3 * c, c), "proj": (c, c), "fc1": (4 * c, c), "fc2": (c, 4 * c)}.items():
+        for name, (o, k) in {
+            "qkv": (3 * c, c),
+            "proj": (c, c),
+            "fc1": (4 * c, c),
+            "fc2": (c, 4 * c),
+        }.items():
             w[f"{i}.{name}"] = r(o, k)
             w[f"{i}.{name}.b"] = r(o) if cfg["bias"] else None
     w["idx"] = torch.randint(0, v, (cfg["batch"], t), generator=g)

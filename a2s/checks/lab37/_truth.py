@@ -29,8 +29,16 @@ from a2s.checks.errors import CheckFailure
 NATIVE = tuple(
     f"minitorch.native.{m}"
     for m in (
-        "build", "symbols", "linking", "loader", "osmem", "cachegrind", "toolchain", "ops",
-        "profiled", "torchext",
+        "build",
+        "symbols",
+        "linking",
+        "loader",
+        "osmem",
+        "cachegrind",
+        "toolchain",
+        "ops",
+        "profiled",
+        "torchext",
     )
 )
 LINKER_MADE = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # ld defines it for every PIC link
@@ -443,7 +451,8 @@ extern "C" __attribute__((noinline)) void lab37_tiled(const double* a, const dou
       for (long j0 = 0; j0 < n; j0 += tile)
         for (long i = i0; i < lo(i0 + tile, n); ++i)
           for (long p = k0; p < lo(k0 + tile, n); ++p)
-            for (long j = j0; j < lo(j0 + tile, n); ++j) c[i * n + j] += a[i * n + p] * b[p * n + j];
+            for (long j = j0; j < lo(j0 + tile, n); ++j)
+              c[i * n + j] += a[i * n + p] * b[p * n + j];
 }
 extern "C" __attribute__((noinline)) double lab37_flush(const double* junk, long count) {
   double s = 0.0;
@@ -453,7 +462,8 @@ extern "C" __attribute__((noinline)) double lab37_flush(const double* junk, long
 int main(int argc, char** argv) {
   const long n = std::atol(argv[1]), tile = std::atol(argv[2]);
   const size_t align = size_t(1) << 21, bytes = 3 * size_t(n) * size_t(n) * sizeof(double);
-  double* base = static_cast<double*>(std::aligned_alloc(align, (bytes + align - 1) / align * align));
+  const size_t padded = (bytes + align - 1) / align * align;
+  double* base = static_cast<double*>(std::aligned_alloc(align, padded));
   double* junk = static_cast<double*>(std::calloc(1L << 20, sizeof(double)));
   for (long i = 0; i < 3 * n * n; ++i) base[i] = double(i % 7);
   double sink = lab37_flush(junk, 1L << 20);

@@ -136,5 +136,7 @@ def check_tiled_trace(student: Callable[..., Any]) -> str:
                 f"model on your trace {sd1}, {sll}: outside the stated tolerance (this machine's "
                 "compiler or valgrind differs from the one the tolerance was measured with)."
             )
-        rows.append(f"n={n} tile {tile}: D1 {sd1} vs {md1} ({md1 / sd1 - 1:+.1%}), LL {sll} vs {mll}")
+        rows.append(
+            f"n={n} tile {tile}: D1 {sd1} vs {md1} ({md1 / sd1 - 1:+.1%}), LL {sll} vs {mll}"
+        )
     return f"{n_cases} traces exact; model vs cachegrind: " + "; ".join(rows)
