@@ -14,7 +14,7 @@ import pytest
 
 from a2s.checks import lab37
 from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
-from a2s.checks.lab37 import _truth, link
+from a2s.checks.lab37 import _truth, cachesim, link
 from a2s.checks.lab37 import symbols as sym_grader
 from minitorch.native import linking, loader, osmem, symbols
 from tests.helpers.graders import rejects
@@ -693,6 +693,6 @@ def test_tiled_trace_rejects_lab06_reference():
 
 
 def test_tiled_trace_without_valgrind_says_so(monkeypatch):
-    monkeypatch.setitem(_truth._ENV, "PATH", "/nonexistent")
+    monkeypatch.setitem(cachesim._ENV, "PATH", "/nonexistent")
     with pytest.raises(CheckFailure, match="needs valgrind"):
-        _truth.valgrind()
+        cachesim.valgrind()

@@ -17,7 +17,12 @@ below it by more than 8 lines (the compiled loop keeps its bounds on the stack),
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,9 +30,139 @@ import numpy as np
 from a2s.checks.cases import Case, Mistake
 from a2s.checks.core import grader, plain
 from a2s.checks.errors import CheckFailure
-from a2s.checks.lab37._truth import NATIVE, cachegrind_misses, tiled_trace, valgrind
+from a2s.checks.lab37._truth import _ENV, NATIVE, _run, tool
 from a2s.checks.table import Table
 from minitorch.hardware.cache import CacheConfig, simulate
+
+
+# --------------------------------------------------------------------------- 37.6
+def tiled_trace(
+    n: int, tile: int, b_transposed: bool = False, inclusive: bool = False, no_c: bool = False
+) -> list[int]:
+    """Byte addresses of ``a2s_matmul_tiled(a, b, c, n, n, n, tile)``, a plain loop of its C
+    (A at 0, B at 8 n^2, C at 16 n^2; per iteration A, B, C; the switches: mistakes)."""
+    b0, c0, out = 8 * n * n, 16 * n * n, []
+    stop = 1 if inclusive else 0
+    for i0 in range(0, n, tile):
+        for k0 in range(0, n, tile):
+            for j0 in range(0, n, tile):
+                for i in range(i0, min(i0 + tile + stop, n)):
+                    for p in range(k0, min(k0 + tile + stop, n)):
+                        for j in range(j0, min(j0 + tile + stop, n)):
+                            out.append(8 * (i * n + p))
+                            out.append(b0 + 8 * ((j * n + p) if b_transposed else (p * n + j)))
+                            if not no_c:
+                                out.append(c0 + 8 * (i * n + j))
+    return out
+
+
+# the kernel and its driver, the grader's own copies (kernels.cpp's tiled nest, cg_main.cpp's
+# cold start), built once per process in a private directory
+_CG_KERNEL = r"""
+#include <cstdio>
+#include <cstdlib>
+static long lo(long a, long b) { return a < b ? a : b; }
+extern "C" __attribute__((noinline)) void lab37_tiled(const double* a, const double* b,
+                                                     double* c, long n, long tile) {
+  for (long i0 = 0; i0 < n; i0 += tile)
+    for (long k0 = 0; k0 < n; k0 += tile)
+      for (long j0 = 0; j0 < n; j0 += tile)
+        for (long i = i0; i < lo(i0 + tile, n); ++i)
+          for (long p = k0; p < lo(k0 + tile, n); ++p)
+            for (long j = j0; j < lo(j0 + tile, n); ++j)
+              c[i * n + j] += a[i * n + p] * b[p * n + j];
+}
+extern "C" __attribute__((noinline)) double lab37_flush(const double* junk, long count) {
+  double s = 0.0;
+  for (long i = 0; i < count; i += 8) s += junk[i];
+  return s;
+}
+int main(int argc, char** argv) {
+  const long n = std::atol(argv[1]), tile = std::atol(argv[2]);
+  const size_t align = size_t(1) << 21, bytes = 3 * size_t(n) * size_t(n) * sizeof(double);
+  const size_t padded = (bytes + align - 1) / align * align;
+  double* base = static_cast<double*>(std::aligned_alloc(align, padded));
+  double* junk = static_cast<double*>(std::calloc(1L << 20, sizeof(double)));
+  for (long i = 0; i < 3 * n * n; ++i) base[i] = double(i % 7);
+  double sink = lab37_flush(junk, 1L << 20);
+  lab37_tiled(base, base + n * n, base + 2 * n * n, n, tile);
+  for (long i = 0; i < n * n; ++i) sink += base[2 * n * n + i];
+  std::printf("%f\n", sink);
+  return 0;
+}
+"""
+CG_FLAGS = ("-O1", "-fno-tree-vectorize", "-std=c++17")
+
+
+def valgrind() -> str:
+    """valgrind's path, or a clear failure saying exercise 37.6 needs it."""
+    path = shutil.which("valgrind", path=_ENV["PATH"])
+    if path is None:
+        raise CheckFailure(
+            "exercise 37.6 needs valgrind (apt-get install valgrind): this check runs the "
+            "kernel under cachegrind and cannot grade without it."
+        )
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def _cg_program() -> Path:
+    gxx = tool("g++")
+    tmp = Path(tempfile.mkdtemp(prefix="a2s37-cg-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    src, exe = tmp / "tiled.cpp", tmp / "tiled"
+    src.write_text(_CG_KERNEL, encoding="utf-8")
+    done = _run([gxx, *CG_FLAGS, str(src), "-o", str(exe)], cwd=tmp)
+    if done.returncode:
+        raise CheckFailure(f"the grader's own build failed: {done.stderr.strip()[-800:]}")
+    return exe
+
+
+def _geometry(size: int, ways: int, line: int) -> str:
+    return f"{size},{ways},{line}"
+
+
+@functools.lru_cache(maxsize=64)
+def cachegrind_misses(
+    n: int, tile: int, d1: tuple[int, int, int], ll: tuple[int, int, int]
+) -> tuple[int, int]:
+    """(D1 misses, LL misses) of ``lab37_tiled`` alone, reads and writes, under cachegrind
+    with D1 and LL given as (size, ways, line); I1 fixed at 32 KiB 8-way."""
+    vg, exe = valgrind(), _cg_program()
+    with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
+        out = Path(tmp) / "cg.out"
+        cmd = [
+            vg,
+            "--tool=cachegrind",
+            "--cache-sim=yes",
+            "--branch-sim=no",
+            "--I1=32768,8,64",
+            f"--D1={_geometry(*d1)}",
+            f"--LL={_geometry(*ll)}",
+            f"--cachegrind-out-file={out}",
+            str(exe),
+            str(n),
+            str(tile),
+        ]
+        done = _run(cmd, cwd=Path(tmp))
+        if done.returncode:
+            raise CheckFailure(f"the grader's cachegrind run failed: {done.stderr.strip()[-800:]}")
+        text = out.read_text(encoding="utf-8")
+    events: list[str] = []
+    counts: dict[str, int] = {}
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("events:"):
+            events = line.split(":", 1)[1].split()
+        elif line.startswith("fn="):
+            inside = line[3:].strip() == "lab37_tiled"
+        elif inside and line[:1].isdigit():
+            for name, value in zip(events, line.split()[1:], strict=False):
+                counts[name] = counts.get(name, 0) + int(value)
+    if not counts:
+        raise CheckFailure("the grader's cachegrind run has no counts for lab37_tiled")
+    return counts["D1mr"] + counts["D1mw"], counts["DLmr"] + counts["DLmw"]
+
 
 __all__ = ["D1", "LL", "MEASURED", "check_tiled_trace"]
 
