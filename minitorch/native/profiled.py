@@ -30,7 +30,10 @@ Paper: Radford et al. 2019 (GPT-2); the PyTorch documentation, ``torch.profiler`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
@@ -127,9 +130,24 @@ def profile(cfg: Mapping[str, Any], planted: bool = False, seed: int = 0) -> Any
     from torch.profiler import profile as torch_profile
 
     w = _weights(cfg, seed)
-    with torch.no_grad(), torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+    with _quiet_stderr(), torch.no_grad(), torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         forward(cfg, w, planted)
     return prof
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 sent to /dev/null: Kineto logs each start and stop of the profiler
+    from C++ (``USDT:<timestamp> ... profiler_start``), which no Python setting silences."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def profile_counts(cfg: Mapping[str, Any], planted: bool = False) -> dict[str, int]:

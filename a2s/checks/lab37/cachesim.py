@@ -252,7 +252,16 @@ def _config(g: tuple[int, int, int]) -> CacheConfig:
     return CacheConfig(size, line, ways)
 
 
-@grader("37.6", blocks=(*NATIVE, "minitorch.kernels.traces"), hand="measure")
+# lab 06's traces, and lab 15's loop nests (a tiled matmul nest's ``trace`` is this trace)
+_BLOCKS = (
+    *NATIVE,
+    "minitorch.kernels.traces",
+    "minitorch.compiler.loops:trace",
+    "minitorch.compiler.loops:iteration_order",
+)
+
+
+@grader("37.6", blocks=_BLOCKS, hand="measure")
 def check_tiled_trace(student: Callable[..., Any]) -> str:
     """Exercise 37.6: tiled_trace(n, tile) -> the byte addresses a2s_matmul_tiled touches."""
     valgrind()  # before any case: without valgrind this exercise cannot be graded

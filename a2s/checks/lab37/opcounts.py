@@ -21,8 +21,10 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from a2s.checks.cases import Case, Mistake
-from a2s.checks.core import grader
+import numpy as np
+
+from a2s.checks.cases import Case, Mistake, run_cases
+from a2s.checks.core import case_label, grader, plain
 from a2s.checks.errors import CheckFailure
 from a2s.checks.lab37._truth import _ENV, NATIVE
 from a2s.checks.table import Table
@@ -95,12 +97,10 @@ def _key(cfg: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(cfg[k] for k in CONFIG_KEYS)
 
 
-def profile_all(configs: Sequence[Mapping[str, Any]]) -> None:
-    """Profile every configuration not yet profiled, all in one child process."""
-    seen = _profiled()
-    todo = {_key(c): {k: c[k] for k in CONFIG_KEYS} for c in configs if _key(c) not in seen}
-    if not todo:
-        return
+def _profile(configs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict[str, int]]:
+    """``{configuration: counts}`` of every configuration, profiled in one new child process
+    (nothing read from a cache: the check's counts exist only in the check's own frame)."""
+    todo = {_key(c): {k: c[k] for k in CONFIG_KEYS} for c in configs}
     with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
         args = [sys.executable, "-c", _PROFILE_CHILD, json.dumps(OPS), json.dumps(CONFIG_KEYS)]
         env = {**_ENV, "TMPDIR": tmp, "OMP_NUM_THREADS": "1"}
@@ -115,13 +115,26 @@ def profile_all(configs: Sequence[Mapping[str, Any]]) -> None:
         )
     if done.returncode:
         raise CheckFailure(f"the grader's own profiler run failed: {done.stderr.strip()[-800:]}")
-    for key, counts in zip(todo, json.loads(done.stdout.splitlines()[-1]), strict=True):
-        seen[key] = {op: int(counts[op]) for op in OPS}
+    rows = json.loads(done.stdout.splitlines()[-1])
+    return {
+        key: {op: int(counts[op]) for op in OPS} for key, counts in zip(todo, rows, strict=True)
+    }
+
+
+def profile_all(configs: Sequence[Mapping[str, Any]]) -> None:
+    """Profile every configuration not yet profiled, all in one child process (the table's
+    truth outside a check; the check itself profiles afresh)."""
+    seen = _profiled()
+    todo = [c for c in configs if _key(c) not in seen]
+    if todo:
+        seen.update(_profile(todo))
 
 
 def profiled_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     """``{op: top-level calls}`` of one forward of ``cfg`` under torch's profiler."""
-    profile_all([cfg])
+    if _key(cfg) not in _profiled():  # with the table's named and seeded ones: one child
+        public = [c.args[0] for c in OP_COUNTS.cases() if "fresh case" not in c.label]
+        profile_all([cfg, *public])
     return dict(_profiled()[_key(cfg)])
 
 
@@ -198,9 +211,14 @@ def _read(got: Any, label: str) -> dict[str, int]:
     extra = sorted(set(got) - set(OPS))
     if extra:
         raise CheckFailure(f"[{label}] op_counts: {extra} are not among the operators {OPS}.")
-    if any(type(v) is not int or v < 0 for v in got.values()):
+    # a Python or numpy int (plain values are exact types: no bool, no subclass)
+    if any((type(v) is not int and not isinstance(v, np.integer)) or v < 0 for v in got.values()):
         raise CheckFailure(f"[{label}] op_counts: every count must be an int >= 0, got {got!r}")
-    return {op: got.get(op, 0) for op in OPS}
+    return {op: int(got.get(op, 0)) for op in OPS}
+
+
+def _same(got: Any, want: Any) -> bool:
+    return bool(got == want)
 
 
 def _message(case: Case, got: Any, want: Any, hint: str) -> str:
@@ -250,17 +268,59 @@ OP_COUNTS = Table(
     hint="Count per layer: 2 layer norms, 4 linears (addmm with a bias, mm without), 2 bmm, "
     "1 softmax, 1 gelu; plus 2 embeddings, the final norm and the LM head.",
     what="op_counts",
+    same=_same,
     message=_message,
 )
 
 
-@grader("37.5", blocks=NATIVE)
+# what the learner's function may not call: torch (the default), nor anything that would run
+# it elsewhere (a child process, a fork): the point is to predict (a library call through
+# ctypes is the sealed kernel's to veto, like every ctypes load)
+FORBID = (
+    "torch",
+    "subprocess",
+    "multiprocessing",
+    "concurrent.futures.process",
+    "_posixsubprocess",
+    "os:system",
+    "os:popen",
+    "os:fork",
+    "os:forkpty",
+    "os:posix_spawn",
+    "os:posix_spawnp",
+    "os:execv",
+    "os:execve",
+)
+
+
+@grader(
+    "37.5",
+    blocks=NATIVE,
+    forbid=FORBID,
+    hand="the fresh configurations are answered before the grader profiles any of them, then "
+    "every case is compared with the counts of that one child process",
+)
 def check_op_counts(student: Callable[..., Any]) -> str:
     """Exercise 37.5: op_counts(config) -> {aten operator: top-level calls in one forward}."""
     cases = OP_COUNTS.cases()
-    profile_all([case.args[0] for case in cases])  # every configuration in one child process
-    n = OP_COUNTS.grade(student)
-    tiny = profiled_counts(TINY)
+    fresh = [c for c in cases if "fresh case" in c.label]
+    # this run's fresh configurations are answered first, before their counts exist anywhere in
+    # this process; then one child profiles every configuration, and the counts stay here
+    early = []
+    for case in fresh:
+        with case_label(case.label):
+            answer = student(*case.args)
+        early.append(_read(plain(answer, what=OP_COUNTS.what, case=case.label), case.label))
+    truth = _profile([case.args[0] for case in cases] + [TINY])
+    for case in cases:
+        case.expected = truth[_key(case.args[0])]
+    for case, got in zip(fresh, early, strict=True):
+        if not _same(got, case.expected):
+            raise CheckFailure(_message(case, got, case.expected, case.diagnose(got, _same)))
+    n = run_cases(
+        student, cases, message=OP_COUNTS.write, same=_same, read=_read, what=OP_COUNTS.what
+    )
+    tiny = truth[_key(TINY)]
     return (
         f"{n} configurations equal to torch.profiler's top-level counts (one child process); "
         f"the tiny GPT's forward: {sum(tiny.values())} calls of these {len(OPS)} operators"
