@@ -597,6 +597,20 @@ MUSTS = [
         "never into your checkout",
         "test_builds_go_to_temporary_directories_never_the_checkout",
     ),
+    (
+        "37.5",
+        "your function may not call torch nor the reference",
+        "test_op_counts_refuses_torch_the_reference_and_child_processes",
+    ),
+    ("37.5", "a missing key counts 0", "test_op_counts_reads_a_missing_key_as_zero"),
+    ("37.5", "compares every count exactly", "test_op_counts_solution_and_mistakes_in_one_profile"),
+    ("37.6", "as a 1-D int array or list", "test_tiled_trace_accepts_a_list_or_an_int_array"),
+    ("37.6", "compares it element by element", "test_tiled_trace_solution_and_mistakes"),
+    (
+        "37.6",
+        "without it the check says so and cannot grade",
+        "test_tiled_trace_without_valgrind_says_so",
+    ),
 ]
 
 

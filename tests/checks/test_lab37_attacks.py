@@ -21,6 +21,23 @@ Every attempt runs in-process against the grader (:mod:`tests.helpers.attacks`).
   on a scratch buffer, after a call with alpha 0, after a call of a kernel of one's own), the
   counter's ``static`` read through ``in_dll``, faults measured instead of predicted, the
   expected value read from the grader's frame.
+* 37.5: honest a ``Counter`` of one layer added L times, a class returning only the operators
+  it calls, recursion over the layers, numpy ints behind ``functools.wraps``; wrong: no LM
+  head, bmm and softmax per head, one attention matmul, addmm without a bias, a linear per
+  sequence, the final norm left out (no modelled hint), ``aten::linear``; cheats: the
+  reference's closed form and its profiler, ``torch.profiler`` in the function, the grader's
+  own child script run with ``subprocess``, the reference under ``os.system``, a forked
+  ``multiprocessing`` pool, the grader's cached counts read and poisoned, the grader's
+  profiler run rebound, the named cases replayed, a dict whose ``[]`` lies, counts whose
+  ``==`` says yes, the frame's ``want``, a torch thread started before the check.
+* 37.6: honest nested loops (a list), numpy per tile (int32), a generator over
+  ``itertools.product``, recursion over the six loops; wrong: B column-major, an inclusive
+  tile bound, C left out, C read and written, tiles in (i0, j0, k0) order and element
+  indices (no modelled hint); cheats: lab 06's ``blocked_trace``, lab 15's loop-nest
+  ``trace`` and ``iteration_order``, the grader's truth, torch, the named cases replayed, a
+  trace right on small n only, a fake ``valgrind`` first on ``PATH``, ``$A2S_NATIVE_CACHE``
+  full of planted programs, the measured shapes rebound, an array whose ``==`` says yes, the
+  frame's ``want``.
 
 Found and fixed: a cheat that called ``lab37_axpy`` on scratch buffers (or with alpha 0) and
 wrote ``y`` with numpy passed 37.3 (the kernel now records its last call's arrays and alpha,
@@ -30,6 +47,19 @@ empty, so a lookup of the named answers passed 37.1 (the tools now run with the 
 ``PATH`` in a clean environment, and every object is compiled afresh in a private directory;
 results are kept per process, by source). A frame-reading answer passes the table of 37.4
 in-process (kept ``xfail(strict=True)``: the sealed kernel's to veto).
+
+Found and fixed in 37.5/37.6: the grader's per-process counts were an ``lru_cache`` any code
+could call, and every configuration of the run (the fresh ones too) was profiled before the
+learner's first call, so ``opcounts._profiled()[config]`` passed; the check now asks for the
+fresh configurations first, profiles every case afresh in one child afterwards and keeps the
+counts in its own frame (the cache only serves the table's truth outside a check). The
+learner's function could run the grader's child script (or the reference) with
+``subprocess``, ``os.system`` or a forked pool and read the profiler's exact counts; those are
+forbidden calls now. Lab 15's ``minitorch.compiler.loops.trace`` of a split and reordered
+matmul nest is 37.6's trace exactly, and ``iteration_order`` gives its points; both are
+blocked. Numpy int counts were refused as not ints (an honest answer); they are read as ints.
+Kept ``xfail(strict=True)``: a thread started before the check that runs torch's profiler on
+request is not the learner's call, so the watch does not see it.
 """
 
 from __future__ import annotations
@@ -1110,3 +1140,21 @@ def test_axpy_rejects_a_scratch_call_and_numpy():
 
 def test_axpy_rejects_no_length_check():
     judge(next(a for a in ATTEMPTS if a.name == "no length check"))
+
+
+def test_op_counts_refuses_torch_the_reference_and_child_processes():
+    names = ("reference's", "torch.profiler", "child script", "os.system", "forked pool")
+    for a in ATTEMPTS:
+        if a.exercise == "37.5" and any(n in a.name for n in names):
+            judge(a)
+
+
+def test_op_counts_reads_a_missing_key_as_zero():
+    judge(next(a for a in ATTEMPTS if a.name == "a class, only the ops it calls"))
+
+
+@needs_valgrind
+def test_tiled_trace_accepts_a_list_or_an_int_array():
+    for a in ATTEMPTS:
+        if a.name in ("nested loops, a list", "numpy per tile, int32"):
+            judge(a)
