@@ -81,7 +81,7 @@ import pytest
 
 from a2s.checks import lab37
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
-from a2s.checks.lab37 import _truth, cachesim, link, opcounts, pages, profiler
+from a2s.checks.lab37 import _truth, cachesim, link, opcounts, pages
 from a2s.checks.lab37 import symbols as sym_grader
 from minitorch.compiler import loops
 from minitorch.kernels import traces
@@ -634,8 +634,8 @@ def counts_own_profiler(cfg):
 
 
 def _child_counts(cfg):
-    args = [sys.executable, "-c", profiler._PROFILE_CHILD]
-    args += [json.dumps(profiler.OPS), json.dumps(profiler.CONFIG_KEYS)]
+    args = [sys.executable, "-c", opcounts._PROFILE_CHILD]
+    args += [json.dumps(opcounts.OPS), json.dumps(opcounts.CONFIG_KEYS)]
     done = subprocess.run(args, input=json.dumps([cfg]), capture_output=True, text=True)
     return json.loads(done.stdout.splitlines()[-1])[0]
 
@@ -662,7 +662,7 @@ def counts_forked(cfg):
 
 def counts_from_cache(cfg):
     """The grader's per-process counts, looked up (empty for this run's fresh cases)."""
-    return dict(opcounts._profiled().get(tuple(cfg[k] for k in profiler.CONFIG_KEYS), {}))
+    return dict(opcounts._profiled().get(tuple(cfg[k] for k in opcounts.CONFIG_KEYS), {}))
 
 
 def counts_poisons_cache(cfg):
@@ -670,14 +670,14 @@ def counts_poisons_cache(cfg):
     wrong = op_counts(cfg, head=False)
     for key in list(opcounts._profiled()):
         opcounts._profiled()[key] = dict(wrong)
-    opcounts._profiled()[tuple(cfg[k] for k in profiler.CONFIG_KEYS)] = dict(wrong)
+    opcounts._profiled()[tuple(cfg[k] for k in opcounts.CONFIG_KEYS)] = dict(wrong)
     return wrong
 
 
 def counts_patch_profile(cfg):
     """The grader's profiler run rebound to the closed form of a wrong answer."""
     opcounts._profile = lambda configs: {
-        tuple(c[k] for k in profiler.CONFIG_KEYS): op_counts(c, head=False) for c in configs
+        tuple(c[k] for k in opcounts.CONFIG_KEYS): op_counts(c, head=False) for c in configs
     }
     return op_counts(cfg, head=False)
 
@@ -700,8 +700,8 @@ def _oracle():
     import queue
     import threading
 
-    src = profiler._PROFILE_CHILD.replace("sys.argv[1]", repr(json.dumps(profiler.OPS)))
-    src = src.replace("sys.argv[2]", repr(json.dumps(profiler.CONFIG_KEYS)))
+    src = opcounts._PROFILE_CHILD.replace("sys.argv[1]", repr(json.dumps(opcounts.OPS)))
+    src = src.replace("sys.argv[2]", repr(json.dumps(opcounts.CONFIG_KEYS)))
     src = src.rsplit("print(", 1)[0]
     q_in, q_out = queue.Queue(), queue.Queue()
 
