@@ -101,17 +101,12 @@ def _profile(configs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict
     """``{configuration: counts}`` of every configuration, profiled in one new child process
     (nothing read from a cache: the check's counts exist only in the check's own frame)."""
     todo = {_key(c): {k: c[k] for k in CONFIG_KEYS} for c in configs}
+    args = [sys.executable, "-c", _PROFILE_CHILD, json.dumps(OPS), json.dumps(CONFIG_KEYS)]
+    feed = json.dumps(list(todo.values()))
     with tempfile.TemporaryDirectory(prefix="a2s37-") as tmp:
-        args = [sys.executable, "-c", _PROFILE_CHILD, json.dumps(OPS), json.dumps(CONFIG_KEYS)]
         env = {**_ENV, "TMPDIR": tmp, "OMP_NUM_THREADS": "1"}
         done = subprocess.run(
-            args,
-            input=json.dumps(list(todo.values())),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp,
-            env=env,
+            args, input=feed, capture_output=True, text=True, timeout=120, cwd=tmp, env=env
         )
     if done.returncode:
         raise CheckFailure(f"the grader's own profiler run failed: {done.stderr.strip()[-800:]}")
@@ -121,36 +116,22 @@ def _profile(configs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], dict
     }
 
 
-def profile_all(configs: Sequence[Mapping[str, Any]]) -> None:
-    """Profile every configuration not yet profiled, all in one child process (the table's
-    truth outside a check; the check itself profiles afresh)."""
-    seen = _profiled()
-    todo = [c for c in configs if _key(c) not in seen]
-    if todo:
-        seen.update(_profile(todo))
-
-
 def profiled_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     """``{op: top-level calls}`` of one forward of ``cfg`` under torch's profiler."""
-    if _key(cfg) not in _profiled():  # with the table's named and seeded ones: one child
+    seen = _profiled()  # the table's truth outside a check (the check profiles afresh)
+    if _key(cfg) not in seen:  # with the table's named and seeded ones: one child
         public = [c.args[0] for c in OP_COUNTS.cases() if "fresh case" not in c.label]
-        profile_all([cfg, *public])
-    return dict(_profiled()[_key(cfg)])
+        seen.update(_profile([cfg, *(c for c in public if _key(c) not in seen)]))
+    return dict(seen[_key(cfg)])
 
 
-def closed_counts(
-    cfg: Mapping[str, Any],
-    no_head: bool = False,
-    per_head: bool = False,
-    one_matmul: bool = False,
-    bias_always: bool = False,
-    per_batch: bool = False,
-) -> dict[str, int]:
+def closed_counts(cfg: Mapping[str, Any], **mistake: bool) -> dict[str, int]:
     """The counts from the configuration (the switches are the modelled mistakes)."""
     n, h, b = cfg["n_layer"], cfg["n_head"], cfg["batch"]
-    bias = bool(cfg["bias"]) or bias_always
-    rep = h if per_head else 1
-    rows = b if per_batch else 1
+    no_head, one_matmul = mistake.get("no_head", False), mistake.get("one_matmul", False)
+    bias = bool(cfg["bias"]) or mistake.get("bias_always", False)
+    rep = h if mistake.get("per_head") else 1
+    rows = b if mistake.get("per_batch") else 1
     return {
         "aten::embedding": 2,
         "aten::layer_norm": 2 * n + 1,
@@ -276,21 +257,9 @@ OP_COUNTS = Table(
 # what the learner's function may not call: torch (the default), nor anything that would run
 # it elsewhere (a child process, a fork): the point is to predict (a library call through
 # ctypes is the sealed kernel's to veto, like every ctypes load)
-FORBID = (
-    "torch",
-    "subprocess",
-    "multiprocessing",
-    "concurrent.futures.process",
-    "_posixsubprocess",
-    "os:system",
-    "os:popen",
-    "os:fork",
-    "os:forkpty",
-    "os:posix_spawn",
-    "os:posix_spawnp",
-    "os:execv",
-    "os:execve",
-)
+_OS = ("system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp", "execv", "execve")
+FORBID: tuple[str, ...] = ("torch", "subprocess", "multiprocessing", "_posixsubprocess")
+FORBID += ("concurrent.futures.process", *(f"os:{name}" for name in _OS))
 
 
 @grader(
