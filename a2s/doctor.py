@@ -141,7 +141,7 @@ def _machine() -> list[Finding]:
 
 
 def _toolchain() -> Finding:
-    """Lab 37's tools: g++ and binutils required, valgrind optional (the cachegrind part)."""
+    """Lab 37's tools: g++ and binutils required, valgrind for exercise 37.6 (cachegrind)."""
     from minitorch.native.toolchain import report
 
     tools = {t.name: t for t in report()}
@@ -153,7 +153,9 @@ def _toolchain() -> Finding:
     ]
     detail = ", ".join(found) or "no g++"
     if tools["valgrind"].path is None:
-        detail += "; no valgrind (lab 37's cachegrind experiment is skipped)"
+        detail += (
+            "; no valgrind (exercise 37.6 cannot be graded, the cachegrind experiment is skipped)"
+        )
     fix = f"lab 37 needs {', '.join(need)}: apt-get install g++ binutils (valgrind optional)"
     return Finding("toolchain", not need, detail, fix if need else "")
 

@@ -170,6 +170,7 @@ TORCH_BRIDGES = {
     "minitorch/comm/torchdist.py",
     "minitorch/comm/torchrun.py",
     "minitorch/native/torchext.py",
+    "minitorch/native/profiled.py",
     "minitorch/elastic/detect.py",
     "minitorch/elastic/train.py",
     "minitorch/chip/fallback.py",

@@ -14,7 +14,7 @@ import pytest
 
 from a2s.checks import lab37
 from a2s.checks.core import CheckFailure, ReferenceCalledError, StudentError
-from a2s.checks.lab37 import _truth, link
+from a2s.checks.lab37 import _truth, cachesim, link
 from a2s.checks.lab37 import symbols as sym_grader
 from minitorch.native import linking, loader, osmem, symbols
 from tests.helpers.graders import rejects
@@ -597,4 +597,116 @@ MUSTS = [
         "never into your checkout",
         "test_builds_go_to_temporary_directories_never_the_checkout",
     ),
+    (
+        "37.5",
+        "your function may not call torch nor the reference",
+        "test_op_counts_refuses_torch_the_reference_and_child_processes",
+    ),
+    ("37.5", "a missing key counts 0", "test_op_counts_reads_a_missing_key_as_zero"),
+    ("37.5", "compares every count exactly", "test_op_counts_solution_and_mistakes_in_one_profile"),
+    ("37.6", "as a 1-D int array or list", "test_tiled_trace_accepts_a_list_or_an_int_array"),
+    ("37.6", "compares it element by element", "test_tiled_trace_solution_and_mistakes"),
+    (
+        "37.6",
+        "without it the check says so and cannot grade",
+        "test_tiled_trace_without_valgrind_says_so",
+    ),
 ]
+
+
+# --------------------------------------------------------------------------- 37.5
+def op_counts(cfg, head=True, per_head=False, one=False, always_addmm=False):
+    n = cfg["n_layer"]
+    bias = cfg["bias"] or always_addmm
+    r = cfg["n_head"] if per_head else 1
+    return {
+        "aten::embedding": 2,
+        "aten::layer_norm": 2 * n + 1,
+        "aten::addmm": 4 * n if bias else 0,
+        "aten::mm": (0 if bias else 4 * n) + int(head),
+        "aten::bmm": (1 if one else 2) * n * r,
+        "aten::softmax": n * r,
+        "aten::gelu": n,
+    }
+
+
+def test_op_counts_solution_and_mistakes_in_one_profile():
+    lab37.check_op_counts(op_counts)  # the child profiles every configuration once per process
+    rejects(lab37.check_op_counts, lambda c: op_counts(c, head=False), match="LM head")
+    rejects(lab37.check_op_counts, lambda c: op_counts(c, per_head=True), match="folded into")
+    rejects(lab37.check_op_counts, lambda c: op_counts(c, one=True), match="two matmuls")
+    rejects(lab37.check_op_counts, lambda c: op_counts(c, always_addmm=True), match="torch.mm")
+    rejects(lab37.check_op_counts, lambda c: {**op_counts(c), "aten::linear": 1}, match="not among")
+
+
+def test_op_counts_rejects_the_reference_and_torch():
+    from minitorch.native.profiled import predicted_op_counts
+
+    rejects(
+        lab37.check_op_counts, predicted_op_counts, match="reference", error=ReferenceCalledError
+    )
+
+    def measured(cfg):
+        from minitorch.native.profiled import profile_counts
+
+        return profile_counts(cfg)
+
+    with pytest.raises(Exception, match=r"reference|torch"):
+        lab37.check_op_counts(measured)
+
+
+def test_reference_profile_matches_its_closed_form():
+    from minitorch.native import profiled
+
+    for bias in (True, False):
+        cfg = dict(profiled.TINY_SIZES, bias=bias, n_layer=3)
+        assert profiled.profile_counts(cfg) == profiled.predicted_op_counts(cfg)
+    assert profiled.top_operator(profiled.profile(profiled.TINY_SIZES, planted=True))[:2] == (
+        "aten::mm",
+        64,
+    )
+
+
+# --------------------------------------------------------------------------- 37.6
+def tiled(n, tile, swap=False, incl=False, no_c=False):
+    out, b0, c0, e = [], 8 * n * n, 16 * n * n, int(incl)
+    for i0 in range(0, n, tile):
+        for k0 in range(0, n, tile):
+            for j0 in range(0, n, tile):
+                for i in range(i0, min(i0 + tile + e, n)):
+                    for p in range(k0, min(k0 + tile + e, n)):
+                        for j in range(j0, min(j0 + tile + e, n)):
+                            out += [
+                                8 * (i * n + p),
+                                b0 + 8 * ((j * n + p) if swap else (p * n + j)),
+                            ]
+                            if not no_c:
+                                out.append(c0 + 8 * (i * n + j))
+    return out
+
+
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="no valgrind")
+
+
+@needs_valgrind
+def test_tiled_trace_solution_and_mistakes():
+    lab37.check_tiled_trace(tiled)
+    rejects(lab37.check_tiled_trace, lambda n, t: tiled(n, t, swap=True), match="row-major")
+    rejects(lab37.check_tiled_trace, lambda n, t: tiled(n, t, incl=True), match="exclusive")
+    rejects(lab37.check_tiled_trace, lambda n, t: tiled(n, t, no_c=True), match="write-allocate")
+    doubled = lambda n, t: [a for a in tiled(n, t) for a in ([a, a] if a >= 16 * n * n else [a])]  # noqa: E731
+    rejects(lab37.check_tiled_trace, doubled, match="lists C once")
+    rejects(lab37.check_tiled_trace, lambda n, t: [[0]], match="1-D")
+
+
+@needs_valgrind
+def test_tiled_trace_rejects_lab06_reference():
+    from minitorch.kernels.traces import blocked_trace
+
+    rejects(lab37.check_tiled_trace, blocked_trace, match="reference", error=ReferenceCalledError)
+
+
+def test_tiled_trace_without_valgrind_says_so(monkeypatch):
+    monkeypatch.setitem(cachesim._ENV, "PATH", "/nonexistent")
+    with pytest.raises(CheckFailure, match="needs valgrind"):
+        cachesim.valgrind()

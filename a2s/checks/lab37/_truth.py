@@ -28,7 +28,18 @@ from a2s.checks.errors import CheckFailure
 # the reference, blocked for every exercise of the lab while the learner's code runs
 NATIVE = tuple(
     f"minitorch.native.{m}"
-    for m in ("build", "symbols", "linking", "loader", "osmem", "cachegrind", "toolchain", "ops")
+    for m in (
+        "build",
+        "symbols",
+        "linking",
+        "loader",
+        "osmem",
+        "cachegrind",
+        "toolchain",
+        "ops",
+        "profiled",
+        "torchext",
+    )
 )
 LINKER_MADE = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # ld defines it for every PIC link
 FLAGS = ("-O0", "-fPIC", "-fno-stack-protector", "-fno-exceptions", "-std=c++17")
