@@ -19,10 +19,14 @@ import numpy as np
 import torch
 
 __all__ = [
+    "AtenNode",
     "ChipLink",
     "Handle",
     "Link",
+    "LowerKit",
     "Record",
+    "Ref",
+    "aten_eval",
     "conv_bn",
     "conv_of",
     "fold",
@@ -216,3 +220,96 @@ def mlp(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.nd
     """relu(x W1^T + b1) W2^T + b2, weights as (out, in) like ``torch.nn.Linear``."""
     h = x.astype(np.float64) @ w1.T.astype(np.float64) + b1
     return (np.maximum(h, 0) @ w2.T.astype(np.float64) + b2).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------- 31.5
+@dataclass(frozen=True)
+class Ref:
+    """An argument that is the value of an earlier node (by its name)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class AtenNode:
+    """One node of the ATen graph as the learner's lowering sees it (plain values only)."""
+
+    name: str
+    op: str  # placeholder, constant, call, output
+    target: str  # "aten::addmm" for a call ("" otherwise)
+    args: tuple[Any, ...]  # earlier nodes as Ref; the output node's args are its values
+    kwargs: dict[str, Any]
+    shape: tuple[int, ...]
+    dtype: str
+    value: np.ndarray | None = None  # a constant's (a frozen weight's) value
+
+
+class LowerKit:
+    """What 31.5 hands out: the IR of lab 13 and the passes and fusion of lab 14."""
+
+    Ref = Ref
+
+    def graph(self) -> Any:
+        """A new, empty course IR graph (``placeholder``, ``constant``, ``op``, ``outputs``)."""
+        from minitorch.compiler.ir import Graph
+
+        return Graph()
+
+    def optimize(self, graph: Any) -> Any:
+        """Constant folding, simplification, CSE and DCE run to a fixed point."""
+        from minitorch.compiler.passes import PassManager, cse, dce, fold_constants, simplify
+
+        return PassManager([fold_constants, simplify, cse, dce]).run(graph)[0]
+
+    def fuse(self, graph: Any) -> Any:
+        """Elementwise chains and matmul epilogues fused into one kernel each."""
+        from minitorch.compiler import fusion
+
+        return fusion.fuse(graph)
+
+    def __repr__(self) -> str:
+        return "<LowerKit: graph(), optimize(graph), fuse(graph), Ref>"
+
+
+def aten_eval(
+    nodes: Sequence[AtenNode],
+    x: np.ndarray,
+    drop_transpose: bool = False,
+    plain_addmm: bool = False,
+) -> list[np.ndarray]:
+    """The ATen graph run op by op in numpy (one fed input ``x``), optionally with a modelled
+    mistake: transposes dropped, or addmm's beta and alpha ignored. For hints only: the truth
+    of 31.5 is eager torch."""
+    env: dict[str, Any] = {}
+
+    def v(a: Any) -> Any:
+        return env[a.name] if isinstance(a, Ref) else a
+
+    for n in nodes:
+        a = [v(i) for i in n.args]
+        if n.op == "placeholder":
+            env[n.name] = x
+        elif n.op == "constant":
+            env[n.name] = n.value
+        elif n.op == "output":
+            return [np.asarray(o) for o in a]
+        elif n.target == "aten::addmm":
+            beta, alpha = (1, 1) if plain_addmm else (n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1))
+            env[n.name] = beta * a[0] + alpha * (a[1] @ a[2])
+        elif n.target in ("aten::mm", "aten::matmul", "aten::bmm"):
+            env[n.name] = a[0] @ a[1]
+        elif n.target in ("aten::t", "aten::transpose.int"):
+            d0, d1 = (a[1], a[2]) if len(a) > 2 else (0, 1)
+            env[n.name] = a[0] if drop_transpose else np.swapaxes(a[0], d0, d1)
+        elif n.target in ("aten::view", "aten::_unsafe_view", "aten::reshape"):
+            env[n.name] = np.reshape(a[0], n.shape)
+        elif n.target in ("aten::add.Tensor", "aten::mul.Tensor"):
+            y = a[1] * n.kwargs.get("alpha", 1) if n.target == "aten::add.Tensor" else a[1]
+            env[n.name] = a[0] + y if n.target == "aten::add.Tensor" else a[0] * y
+        elif n.target in ("aten::relu", "aten::tanh", "aten::sigmoid"):
+            f = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh}
+            f["sigmoid"] = lambda t: 1 / (1 + np.exp(-t))
+            env[n.name] = f[n.target.removeprefix("aten::")](a[0])
+        else:
+            env[n.name] = np.full(n.shape, np.nan)  # an op this model does not use
+    return []
