@@ -294,7 +294,9 @@ def aten_eval(
         elif n.op == "output":
             return [np.asarray(o) for o in a]
         elif n.target == "aten::addmm":
-            beta, alpha = (1, 1) if plain_addmm else (n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1))
+            beta, alpha = (
+                (1, 1) if plain_addmm else (n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1))
+            )
             env[n.name] = beta * a[0] + alpha * (a[1] @ a[2])
         elif n.target in ("aten::mm", "aten::matmul", "aten::bmm"):
             env[n.name] = a[0] @ a[1]
