@@ -309,7 +309,7 @@ def aten_eval(
             y = a[1] * n.kwargs.get("alpha", 1) if n.target == "aten::add.Tensor" else a[1]
             env[n.name] = a[0] + y if n.target == "aten::add.Tensor" else a[0] * y
         elif n.target in ("aten::relu", "aten::tanh", "aten::sigmoid"):
-            f = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh}
+            f: dict[str, Any] = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh}
             f["sigmoid"] = lambda t: 1 / (1 + np.exp(-t))
             env[n.name] = f[n.target.removeprefix("aten::")](a[0])
         else:

@@ -21,6 +21,7 @@ mistake's): a transpose dropped, ``addmm`` without its ``beta``/``alpha``, outpu
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +35,8 @@ from a2s.checks.lab31._truth import AtenNode, LowerKit, Ref, aten_eval
 
 __all__ = ["check_lower_aten"]
 
-_OPS = ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu")
-_OPS += ("sum", "mean", "max", "reshape", "transpose", "permute", "matmul")
+_OPS: tuple[str, ...] = ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh")
+_OPS += ("sigmoid", "relu", "sum", "mean", "max", "reshape", "transpose", "permute", "matmul")
 _UFUNCS = {"add", "subtract", "multiply", "divide", "power", "negative", "exp", "log", "tanh"}
 _UFUNCS |= {"matmul", "maximum"}
 
@@ -44,7 +45,7 @@ class _Mlp(torch.nn.Module):
     def __init__(self, g: np.random.Generator, widths: list[int], act: str) -> None:
         super().__init__()
         self.layers = torch.nn.ModuleList(
-            torch.nn.Linear(a, b) for a, b in zip(widths, widths[1:], strict=False)
+            torch.nn.Linear(a, b) for a, b in itertools.pairwise(widths)
         )
         for p in self.parameters():
             p.data = torch.from_numpy(g.standard_normal(tuple(p.shape)).astype(np.float32) * 0.5)
@@ -85,7 +86,7 @@ class _Transposed(torch.nn.Module):
 
 def _models() -> list[tuple[str, torch.nn.Module, tuple[int, ...]]]:
     g = rng(3105)
-    out = [
+    out: list[tuple[str, torch.nn.Module, tuple[int, ...]]] = [
         ("x.t() @ W, two outputs", _Transposed(g), (6, 6)),
         ("addmm, beta 0.5 alpha 2", _Addmm(g), (4, 6)),
         ("the course MLP 8->16->4 (relu)", _Mlp(g, [8, 16, 4], "relu"), (5, 8)),
@@ -174,20 +175,21 @@ def _source_ok(src: Any) -> bool:
         if isinstance(e, ast.BinOp):
             return isinstance(e.op, (ast.Add, ast.Mult)) and expr(e.left) and expr(e.right)
         if isinstance(e, ast.Call):
-            f = e.func
+            f: Any = e.func
             np_call = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
             return (
                 np_call
-                and f.value.id == "np"  # type: ignore[union-attr]
-                and f.attr in _UFUNCS  # type: ignore[union-attr]
+                and f.value.id == "np"
+                and f.attr in _UFUNCS
                 and all(expr(a) for a in e.args)
                 and all(k.arg == "out" and isinstance(k.value, ast.Name) for k in e.keywords)
             )
         return False
 
     for st in fn.body[:-1]:
-        one = isinstance(st, ast.Assign) and len(st.targets) == 1
-        if not (one and isinstance(st.targets[0], ast.Name) and expr(st.value)):  # type: ignore[union-attr]
+        if not isinstance(st, ast.Assign) or len(st.targets) != 1:
+            return False
+        if not (isinstance(st.targets[0], ast.Name) and expr(st.value)):
             return False
     last = fn.body[-1]
     return isinstance(last, ast.Return) and isinstance(last.value, ast.Name)
@@ -233,9 +235,10 @@ def _kernels(graph: Any) -> int:
 
 def _budget(nodes: list[AtenNode], gm: torch.fx.GraphModule, example: list[Any]) -> int:
     """Launches of the reference pipeline (lowering, passes, fusion) on the same graph."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
     from minitorch.chip.compile_backend import _frozen, optimize
     from minitorch.chip.lower import lower
-    from torch.fx.experimental.proxy_tensor import make_fx
 
     with torch._guards.tracing(None):
         aten = make_fx(gm, tracing_mode="fake")(*example)
@@ -271,7 +274,9 @@ def check_lower_aten(lower_aten: Callable[..., Any]) -> str:
         model.eval()
         box: dict[str, Any] = {}
 
-        def backend(gm: torch.fx.GraphModule, example: list[Any], box: dict = box) -> Any:
+        def backend(
+            gm: torch.fx.GraphModule, example: list[Any], box: dict = box, label: str = label
+        ) -> Any:
             try:
                 nodes = _plain_nodes(gm, example)
                 with case_label(label):

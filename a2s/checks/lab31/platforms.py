@@ -63,7 +63,7 @@ def _install(root: Path, stem: str, group: str, decoy: str) -> dict[str, str]:
             (root / f"{mod}.py").write_text(src, encoding="utf-8")
             lines.append(f"{name} = {mod}:Platform")
             wrong.append(f"{name} = {stem}_decoy:Platform")
-        (info / "entry_points.txt").write_text("\n".join(lines + [""] + wrong) + "\n", "utf-8")
+        (info / "entry_points.txt").write_text("\n".join([*lines, "", *wrong]) + "\n", "utf-8")
     src = _MODULE.format(name="decoy", dist="the decoy group", extra="")
     (root / f"{stem}_decoy.py").write_text(src, encoding="utf-8")
     return modules
@@ -156,9 +156,10 @@ def _judge(
                 "imported unless it is asked for."
             )
         if got[0] != "names" or got[1] != names:
+            shown = got[1] if got[0] == "names" else f"a {got[1]}"
             raise CheckFailure(
-                f"[{label}] available() gave {got[1] if got[0] == 'names' else got[1] + ' (not a dict)'}"
-                f"; the group's installed platforms are {names} (entry_points(group=...) over "
+                f"[{label}] available() gave {shown}; the group's installed platforms are "
+                f"{names} (entry_points(group=...) over "
                 "every distribution, keyed by the entry point's name)."
             )
         return
