@@ -26,7 +26,6 @@ __all__ = [
     "LowerKit",
     "Record",
     "Ref",
-    "aten_eval",
     "conv_bn",
     "conv_of",
     "fold",
@@ -269,49 +268,3 @@ class LowerKit:
 
     def __repr__(self) -> str:
         return "<LowerKit: graph(), optimize(graph), fuse(graph), Ref>"
-
-
-def aten_eval(
-    nodes: Sequence[AtenNode],
-    x: np.ndarray,
-    drop_transpose: bool = False,
-    plain_addmm: bool = False,
-) -> list[np.ndarray]:
-    """The ATen graph run op by op in numpy (one fed input ``x``), optionally with a modelled
-    mistake: transposes dropped, or addmm's beta and alpha ignored. For hints only: the truth
-    of 31.5 is eager torch."""
-    env: dict[str, Any] = {}
-
-    def v(a: Any) -> Any:
-        return env[a.name] if isinstance(a, Ref) else a
-
-    for n in nodes:
-        a = [v(i) for i in n.args]
-        if n.op == "placeholder":
-            env[n.name] = x
-        elif n.op == "constant":
-            env[n.name] = n.value
-        elif n.op == "output":
-            return [np.asarray(o) for o in a]
-        elif n.target == "aten::addmm":
-            beta, alpha = (
-                (1, 1) if plain_addmm else (n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1))
-            )
-            env[n.name] = beta * a[0] + alpha * (a[1] @ a[2])
-        elif n.target in ("aten::mm", "aten::matmul", "aten::bmm"):
-            env[n.name] = a[0] @ a[1]
-        elif n.target in ("aten::t", "aten::transpose.int"):
-            d0, d1 = (a[1], a[2]) if len(a) > 2 else (0, 1)
-            env[n.name] = a[0] if drop_transpose else np.swapaxes(a[0], d0, d1)
-        elif n.target in ("aten::view", "aten::_unsafe_view", "aten::reshape"):
-            env[n.name] = np.reshape(a[0], n.shape)
-        elif n.target in ("aten::add.Tensor", "aten::mul.Tensor"):
-            y = a[1] * n.kwargs.get("alpha", 1) if n.target == "aten::add.Tensor" else a[1]
-            env[n.name] = a[0] + y if n.target == "aten::add.Tensor" else a[0] * y
-        elif n.target in ("aten::relu", "aten::tanh", "aten::sigmoid"):
-            f: dict[str, Any] = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh}
-            f["sigmoid"] = lambda t: 1 / (1 + np.exp(-t))
-            env[n.name] = f[n.target.removeprefix("aten::")](a[0])
-        else:
-            env[n.name] = np.full(n.shape, np.nan)  # an op this model does not use
-    return []

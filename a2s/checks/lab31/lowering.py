@@ -1,28 +1,21 @@
 """Grader of exercise 31.5: lowering to the course IR behind torch.compile, under a launch budget.
 
-The learner writes ``lower_aten(nodes, kit)``: ``nodes`` is the ATen graph ``make_fx`` traced
-from the FX graph TorchDynamo captured, as plain records (:class:`~a2s.checks.lab31._truth.
-AtenNode`: ``op`` placeholder/constant/call/output, ``target`` such as ``"aten::addmm"``,
-``args`` with earlier nodes as :class:`~a2s.checks.lab31._truth.Ref`, ``kwargs``, ``shape``,
-``dtype``, a constant's ``value``); the module's weights arrive as constants (frozen). It
-builds the course IR of lab 13 (``kit.graph()``), runs lab 14's passes (``kit.optimize``) and
-fusion (``kit.fuse``) and returns the graph. The grader is the backend ``torch.compile`` calls:
-it traces, runs the learner's lowering in a forked child (``harness.run_apart``) which sends
-back only the graph as plain values, validates every node (IR ops only; a fused kernel's source
-parsed and allowed only numpy ufunc calls), and returns its own runner: the course interpreter
-on the chip's numpy buffers, counting each kernel launch in the grader's record. Nothing the
-learner writes runs at run time, so a backend cannot forward to eager torch; torch is forbidden
-inside the lowering too. Each compiled model must equal eager torch on two inputs and launch
-no more kernels than the reference pipeline (passes + fusion); without fusion every IR op is a
-launch and the budget is exceeded. Modelled mistakes (named only when the outputs are that
-mistake's): a transpose dropped, ``addmm`` without its ``beta``/``alpha``, outputs swapped.
+``lower_aten(nodes, kit)`` gets the ATen graph ``make_fx`` traced from Dynamo's FX graph as
+plain records (:class:`~a2s.checks.lab31._truth.AtenNode`, weights frozen as constants) and
+returns the course IR of lab 13 after ``kit.optimize`` and ``kit.fuse`` (lab 14). The grader is
+the backend: the lowering runs in a forked child (``run_apart``, torch forbidden) that sends back
+only the graph as plain values; every node must be an IR op, a fused kernel's source may hold
+only numpy ufunc calls; the grader's interpreter runs it, counting launches in this process.
+Nothing learner-written runs at run time (no forwarding to eager torch). Truth: eager torch on
+two inputs per model; budget: the reference pipeline's launches on the same graph. Modelled
+mistakes (named when the outputs are that mistake's, by a numpy run of the ATen graph with it):
+a transpose dropped, ``addmm`` without ``beta``/``alpha``, outputs swapped; no fusion (budget).
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,73 +24,62 @@ import torch
 from a2s.checks.compare import call
 from a2s.checks.core import CheckFailure, case_label, fresh_rng, grader, rng
 from a2s.checks.harness import run_apart
-from a2s.checks.lab31._truth import AtenNode, LowerKit, Ref, aten_eval
+from a2s.checks.irgraph import rebuild_graph
+from a2s.checks.lab31._truth import AtenNode, LowerKit, Ref
 
 __all__ = ["check_lower_aten"]
 
 _OPS: tuple[str, ...] = ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh")
 _OPS += ("sigmoid", "relu", "sum", "mean", "max", "reshape", "transpose", "permute", "matmul")
-_UFUNCS = {"add", "subtract", "multiply", "divide", "power", "negative", "exp", "log", "tanh"}
-_UFUNCS |= {"matmul", "maximum"}
 
 
-class _Mlp(torch.nn.Module):
-    def __init__(self, g: np.random.Generator, widths: list[int], act: str) -> None:
+class _Net(torch.nn.Module):
+    """Weights ``w`` and ``b`` of the given shapes and ``forward = fn(self, x)``."""
+
+    def __init__(self, g: np.random.Generator, w: tuple[int, ...], fn: Callable) -> None:
         super().__init__()
-        self.layers = torch.nn.ModuleList(
-            torch.nn.Linear(a, b) for a, b in itertools.pairwise(widths)
-        )
-        for p in self.parameters():
-            p.data = torch.from_numpy(g.standard_normal(tuple(p.shape)).astype(np.float32) * 0.5)
-        self.act = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid}[act]
+        self.w = torch.nn.Parameter(torch.from_numpy(g.standard_normal(w).astype(np.float32)))
+        self.b = torch.nn.Parameter(torch.from_numpy(g.standard_normal(w[1]).astype(np.float32)))
+        self.fn = fn
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for i, layer in enumerate(self.layers):
-            x = layer(x)
-            x = self.act(x) if i < len(self.layers) - 1 else x
-        return x
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.fn(self, x)
 
 
-class _Addmm(torch.nn.Module):
-    """tanh(0.5 * b + 2 * (x @ W)): addmm with beta and alpha not 1."""
+def _mlp(g: np.random.Generator, widths: list[int], act: str) -> torch.nn.Module:
+    layers: list[torch.nn.Module] = []
+    for a, b in itertools.pairwise(widths):
+        layers += [
+            torch.nn.Linear(a, b),
+            {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}.get(act, torch.nn.Sigmoid)(),
+        ]
+    net = torch.nn.Sequential(*layers[:-1])
+    for p in net.parameters():
+        p.data = torch.from_numpy(g.standard_normal(tuple(p.shape)).astype(np.float32) * 0.5)
+    return net
 
-    def __init__(self, g: np.random.Generator) -> None:
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.from_numpy(g.standard_normal((6, 5)).astype(np.float32)))
-        self.b = torch.nn.Parameter(torch.from_numpy(g.standard_normal(5).astype(np.float32)))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(torch.addmm(self.b, x, self.w, beta=0.5, alpha=2.0))
-
-
-class _Transposed(torch.nn.Module):
-    """relu(x^T W + b) and a residual: a transpose of the input (square, so dropping it keeps
-    the shape), two outputs of one shape (so swapping them keeps the shapes)."""
-
-    def __init__(self, g: np.random.Generator) -> None:
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.from_numpy(g.standard_normal((6, 6)).astype(np.float32)))
-        self.b = torch.nn.Parameter(torch.from_numpy(g.standard_normal(6).astype(np.float32)))
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h = torch.relu(x.t() @ self.w + self.b)
-        return h, x + 0.5 * h
+def _transposed(m: _Net, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A transpose of the input (square: dropping it keeps the shape), two outputs of one
+    shape (swapping them keeps the shapes)."""
+    h = torch.relu(x.t() @ m.w + m.b)
+    return h, x + 0.5 * h
 
 
 def _models() -> list[tuple[str, torch.nn.Module, tuple[int, ...]]]:
     g = rng(3105)
+    addmm = lambda m, x: torch.tanh(torch.addmm(m.b, x, m.w, beta=0.5, alpha=2.0))  # noqa: E731
     out: list[tuple[str, torch.nn.Module, tuple[int, ...]]] = [
-        ("x.t() @ W, two outputs", _Transposed(g), (6, 6)),
-        ("addmm, beta 0.5 alpha 2", _Addmm(g), (4, 6)),
-        ("the course MLP 8->16->4 (relu)", _Mlp(g, [8, 16, 4], "relu"), (5, 8)),
+        ("x.t() @ W, two outputs", _Net(g, (6, 6), _transposed), (6, 6)),
+        ("addmm, beta 0.5 alpha 2", _Net(g, (6, 5), addmm), (4, 6)),
+        ("the course MLP 8->16->4 (relu)", _mlp(g, [8, 16, 4], "relu"), (5, 8)),
     ]
     for label, gen in (("seeded", rng(3106)), ("fresh", fresh_rng("31.5"))):
-        depth = int(gen.integers(2, 4))
-        widths = [int(v) for v in gen.integers(3, 9, size=depth + 1)]
+        widths = [int(v) for v in gen.integers(3, 9, size=int(gen.integers(3, 5)))]
         act = str(gen.choice(["relu", "tanh", "sigmoid"]))
         shape = (2, int(gen.integers(2, 5)), widths[0])  # 3-D: views around each addmm
         name = f"{label} MLP {'->'.join(map(str, widths))} ({act}), input {shape}"
-        out.append((name, _Mlp(gen, widths, act), shape))
+        out.append((name, _mlp(gen, widths, act), shape))
     return out
 
 
@@ -154,87 +136,12 @@ def _in_child(student: Callable[..., Any], nodes: list[AtenNode]) -> Any:
     return (rows, tuple(g.outputs))
 
 
-def _source_ok(src: Any) -> bool:
-    """A fused kernel's source: ``def kernel(a0, ...)``, assignments of numpy ufunc calls on
-    names and numbers (and sigmoid's ``0.5 * (1 + np.tanh(0.5 * a))``), a return."""
-    try:
-        tree = ast.parse(str(src))
-    except SyntaxError:
-        return False
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
-        return False
-    fn = tree.body[0]
-    if fn.decorator_list or fn.args.defaults or fn.name != "kernel":
-        return False
-
-    def expr(e: ast.expr) -> bool:
-        if isinstance(e, ast.Name):
-            return e.id != "np"
-        if isinstance(e, ast.Constant):
-            return type(e.value) in (int, float)
-        if isinstance(e, ast.BinOp):
-            return isinstance(e.op, (ast.Add, ast.Mult)) and expr(e.left) and expr(e.right)
-        if isinstance(e, ast.Call):
-            f: Any = e.func
-            np_call = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
-            return (
-                np_call
-                and f.value.id == "np"
-                and f.attr in _UFUNCS
-                and all(expr(a) for a in e.args)
-                and all(k.arg == "out" and isinstance(k.value, ast.Name) for k in e.keywords)
-            )
-        return False
-
-    for st in fn.body[:-1]:
-        if not isinstance(st, ast.Assign) or len(st.targets) != 1:
-            return False
-        if not (isinstance(st.targets[0], ast.Name) and expr(st.value)):
-            return False
-    last = fn.body[-1]
-    return isinstance(last, ast.Return) and isinstance(last.value, ast.Name)
-
-
-def _rebuild(label: str, got: Any) -> Any:
-    """The learner's graph, validated and rebuilt in the grader's process."""
-    from minitorch.compiler.ir import Graph, Node
-
-    if not isinstance(got, tuple):
-        raise CheckFailure(f"[{label}] lower_aten returned {got}, not the IR graph (kit.graph()).")
-    rows, outputs = got
-    g, seen = Graph(), set()
-    for name, op, inputs, attrs, shape, dtype, value in rows:
-        if any(i not in seen for i in inputs) or name in seen:
-            raise CheckFailure(f"[{label}] node {name!r} reads a value not defined before it.")
-        if op == "placeholder":
-            g.placeholder(name, shape, dtype)
-        elif op == "constant":
-            g.constant(np.asarray(value), name=name)
-        elif op == "fused":
-            a = dict(attrs)
-            if not _source_ok(a.get("source")):
-                raise CheckFailure(f"[{label}] fused node {name!r} is not one kit.fuse made.")
-            g.nodes.append(Node(name, "fused", tuple(inputs), tuple(attrs), tuple(shape), dtype))
-        elif op in _OPS:
-            g.op(op, list(inputs), name=name, **dict(attrs))
-        else:
-            raise CheckFailure(
-                f"[{label}] node {name!r} is {op!r}: the chip runs the course IR's ops "
-                f"({', '.join(_OPS)}) and kit.fuse's kernels only."
-            )
-        seen.add(name)
-    if not outputs or any(o not in seen for o in outputs):
-        raise CheckFailure(f"[{label}] the graph's outputs {outputs} are not all its values.")
-    g.outputs = tuple(outputs)
-    return g
-
-
-def _kernels(graph: Any) -> int:
+def _kernels(graph: Any) -> int:  # launches per call: every node but inputs and constants
     return sum(n.op not in ("placeholder", "constant") for n in graph.nodes)
 
 
 def _budget(nodes: list[AtenNode], gm: torch.fx.GraphModule, example: list[Any]) -> int:
-    """Launches of the reference pipeline (lowering, passes, fusion) on the same graph."""
+    """Launches of the reference pipeline (lower, passes, fuse) on the same graph."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from minitorch.chip.compile_backend import _frozen, optimize
@@ -281,7 +188,7 @@ def check_lower_aten(lower_aten: Callable[..., Any]) -> str:
                 nodes = _plain_nodes(gm, example)
                 with case_label(label):
                     got = run_apart(_in_child, lower_aten, nodes)
-                graph = _rebuild(label, got)
+                graph = rebuild_graph(label, got, _OPS)
                 feeds = [int(n.target) for n in nodes if n.op == "placeholder"]
                 box.update(nodes=nodes, graph=graph, budget=_budget(nodes, gm, example))
                 box["ops"] = sum(n.op == "call" for n in nodes)
@@ -344,5 +251,50 @@ def check_lower_aten(lower_aten: Callable[..., Any]) -> str:
 def _run(graph: Any, ins: list[np.ndarray]) -> list[np.ndarray]:
     from minitorch.compiler import fusion, interp
 
-    _ = fusion  # registers the fused kernels with the interpreter
-    return interp.run(graph, *ins)
+    return interp.run(graph, *ins) if fusion else []  # fusion registers the fused kernels
+
+
+def aten_eval(
+    nodes: Sequence[AtenNode],
+    x: np.ndarray,
+    drop_transpose: bool = False,
+    plain_addmm: bool = False,
+) -> list[np.ndarray]:
+    """The ATen graph run op by op in numpy (one fed input ``x``), optionally with a modelled
+    mistake: transposes dropped, or addmm's beta and alpha ignored. For hints only: the truth
+    of 31.5 is eager torch."""
+    env: dict[str, Any] = {}
+
+    def v(a: Any) -> Any:
+        return env[a.name] if isinstance(a, Ref) else a
+
+    for n in nodes:
+        a = [v(i) for i in n.args]
+        if n.op == "placeholder":
+            env[n.name] = x
+        elif n.op == "constant":
+            env[n.name] = n.value
+        elif n.op == "output":
+            return [np.asarray(o) for o in a]
+        elif n.target == "aten::addmm":
+            beta, alpha = (
+                (1, 1) if plain_addmm else (n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1))
+            )
+            env[n.name] = beta * a[0] + alpha * (a[1] @ a[2])
+        elif n.target in ("aten::mm", "aten::matmul", "aten::bmm"):
+            env[n.name] = a[0] @ a[1]
+        elif n.target in ("aten::t", "aten::transpose.int"):
+            d0, d1 = (a[1], a[2]) if len(a) > 2 else (0, 1)
+            env[n.name] = a[0] if drop_transpose else np.swapaxes(a[0], d0, d1)
+        elif n.target in ("aten::view", "aten::_unsafe_view", "aten::reshape"):
+            env[n.name] = np.reshape(a[0], n.shape)
+        elif n.target in ("aten::add.Tensor", "aten::mul.Tensor"):
+            y = a[1] * n.kwargs.get("alpha", 1) if n.target == "aten::add.Tensor" else a[1]
+            env[n.name] = a[0] + y if n.target == "aten::add.Tensor" else a[0] * y
+        elif n.target in ("aten::relu", "aten::tanh", "aten::sigmoid"):
+            f: dict[str, Any] = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh}
+            f["sigmoid"] = lambda t: 1 / (1 + np.exp(-t))
+            env[n.name] = f[n.target.removeprefix("aten::")](a[0])
+        else:
+            env[n.name] = np.full(n.shape, np.nan)  # an op this model does not use
+    return []
