@@ -1,15 +1,10 @@
-"""Grader of exercise 31.5: lowering to the course IR behind torch.compile, under a launch budget.
+"""Grader of exercise 31.5: ATen lowered to the course IR behind torch.compile, launches counted.
 
-``lower_aten(nodes, kit)`` gets the ATen graph ``make_fx`` traced from Dynamo's FX graph as
-plain records (:class:`~a2s.checks.lab31._truth.AtenNode`, weights frozen as constants) and
-returns the course IR of lab 13 after ``kit.optimize`` and ``kit.fuse`` (lab 14). The grader is
-the backend: the lowering runs in a forked child (``run_apart``, torch forbidden) that sends back
-only the graph as plain values; every node must be an IR op, a fused kernel's source may hold
-only numpy ufunc calls; the grader's interpreter runs it, counting launches in this process.
-Nothing learner-written runs at run time (no forwarding to eager torch). Truth: eager torch on
-two inputs per model; budget: the reference pipeline's launches on the same graph. Modelled
-mistakes (named when the outputs are that mistake's, by a numpy run of the ATen graph with it):
-a transpose dropped, ``addmm`` without ``beta``/``alpha``, outputs swapped; no fusion (budget).
+``lower_aten(nodes, kit)`` turns the ATen graph (plain :class:`~a2s.checks.lab31._truth.AtenNode`
+records, weights frozen) into lab 13's IR after ``kit.optimize`` and ``kit.fuse``, in a forked
+child (torch forbidden) that returns only the graph; :mod:`a2s.checks.irgraph` validates it and
+the grader's interpreter runs it, counting launches here (see docs/trust.md). Truth: eager torch;
+budget: the reference pipeline's launches; mistakes modelled by a numpy run of the ATen graph.
 """
 
 from __future__ import annotations
@@ -33,17 +28,28 @@ _OPS: tuple[str, ...] = ("add", "sub", "mul", "div", "pow", "neg", "exp", "log",
 _OPS += ("sigmoid", "relu", "sum", "mean", "max", "reshape", "transpose", "permute", "matmul")
 
 
-class _Net(torch.nn.Module):
-    """Weights ``w`` and ``b`` of the given shapes and ``forward = fn(self, x)``."""
+# Dynamo reads a forward's bytecode, and the sealed kernel of ``a2s grade`` refuses reads of
+# the course's own code: the two hand-written forwards are made from source, outside its files.
+_FORWARDS: dict[str, Any] = {"torch": torch}
+exec(
+    """
+def transposed(self, x):  # dropping x.t() keeps the shape; swapping the outputs too
+    h = torch.relu(x.t() @ self.w + self.b)
+    return h, x + 0.5 * h
 
-    def __init__(self, g: np.random.Generator, w: tuple[int, ...], fn: Callable) -> None:
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.from_numpy(g.standard_normal(w).astype(np.float32)))
-        self.b = torch.nn.Parameter(torch.from_numpy(g.standard_normal(w[1]).astype(np.float32)))
-        self.fn = fn
+def addmm(self, x):
+    return torch.tanh(torch.addmm(self.b, x, self.w, beta=0.5, alpha=2.0))
+""",
+    _FORWARDS,
+)
 
-    def forward(self, x: torch.Tensor) -> Any:
-        return self.fn(self, x)
+
+def _net(g: np.random.Generator, w: tuple[int, ...], forward: str) -> torch.nn.Module:
+    kind = type(f"_{forward}", (torch.nn.Module,), {"forward": _FORWARDS[forward]})
+    net = kind()
+    net.w = torch.nn.Parameter(torch.from_numpy(g.standard_normal(w).astype(np.float32)))
+    net.b = torch.nn.Parameter(torch.from_numpy(g.standard_normal(w[1]).astype(np.float32)))
+    return net
 
 
 def _mlp(g: np.random.Generator, widths: list[int], act: str) -> torch.nn.Module:
@@ -59,19 +65,11 @@ def _mlp(g: np.random.Generator, widths: list[int], act: str) -> torch.nn.Module
     return net
 
 
-def _transposed(m: _Net, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A transpose of the input (square: dropping it keeps the shape), two outputs of one
-    shape (swapping them keeps the shapes)."""
-    h = torch.relu(x.t() @ m.w + m.b)
-    return h, x + 0.5 * h
-
-
 def _models() -> list[tuple[str, torch.nn.Module, tuple[int, ...]]]:
     g = rng(3105)
-    addmm = lambda m, x: torch.tanh(torch.addmm(m.b, x, m.w, beta=0.5, alpha=2.0))  # noqa: E731
     out: list[tuple[str, torch.nn.Module, tuple[int, ...]]] = [
-        ("x.t() @ W, two outputs", _Net(g, (6, 6), _transposed), (6, 6)),
-        ("addmm, beta 0.5 alpha 2", _Net(g, (6, 5), addmm), (4, 6)),
+        ("x.t() @ W, two outputs", _net(g, (6, 6), "transposed"), (6, 6)),
+        ("addmm, beta 0.5 alpha 2", _net(g, (6, 5), "addmm"), (4, 6)),
         ("the course MLP 8->16->4 (relu)", _mlp(g, [8, 16, 4], "relu"), (5, 8)),
     ]
     for label, gen in (("seeded", rng(3106)), ("fresh", fresh_rng("31.5"))):
@@ -141,7 +139,6 @@ def _kernels(graph: Any) -> int:  # launches per call: every node but inputs and
 
 
 def _budget(nodes: list[AtenNode], gm: torch.fx.GraphModule, example: list[Any]) -> int:
-    """Launches of the reference pipeline (lower, passes, fuse) on the same graph."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from minitorch.chip.compile_backend import _frozen, optimize
@@ -154,10 +151,13 @@ def _budget(nodes: list[AtenNode], gm: torch.fx.GraphModule, example: list[Any])
 
 def _why(nodes: list[AtenNode], x: np.ndarray, got: list[np.ndarray], want: list[Any]) -> str:
     """The modelled mistake the learner's outputs are, if any."""
-    close = lambda a, b: all(  # noqa: E731
-        np.shape(p) == np.shape(q) and np.allclose(p, q, rtol=1e-4, atol=1e-4)
-        for p, q in zip(a, b, strict=True)
-    )
+
+    def close(a: list[Any], b: list[Any]) -> bool:
+        pairs = zip(a, b, strict=False)
+        return len(a) == len(b) and all(
+            np.shape(p) == np.shape(q) and np.allclose(p, q, 1e-4, 1e-4) for p, q in pairs
+        )
+
     if len(got) == len(want) > 1 and close(got, want[::-1]):
         return " The outputs are in the wrong order: g.outputs follows the output node's args."
     if close(got, aten_eval(nodes, x, drop_transpose=True)):
