@@ -40,7 +40,15 @@ import torch
 from a2s.checks import lab31
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from a2s.checks.errors import StudentError
-from tests.checks.test_lab31 import KERNELS, cpu_fallback, export_mlp, fold_conv_bn
+from tests.checks.test_lab31 import (
+    KERNELS,
+    _lowering,
+    available,
+    cpu_fallback,
+    export_mlp,
+    fold_conv_bn,
+    load,
+)
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
@@ -465,7 +473,142 @@ EXPORT_ATTEMPTS = [
     cheat("31.4", "want read from the frame", lambda: EX(from_frame)),
 ]
 
-ATTEMPTS = KERNEL_ATTEMPTS + FALLBACK_ATTEMPTS + FOLD_ATTEMPTS + EXPORT_ATTEMPTS
+# --------------------------------------------------------------------------- 31.5
+LO, PL = lab31.check_lower_aten, lab31.check_platforms
+
+
+class Lowerer:
+    def __call__(self, nodes, kit):
+        return _lowering()(list(nodes), kit)
+
+
+def lower_torch(nodes, kit):
+    torch.zeros(1).sum()
+    return _lowering()(nodes, kit)
+
+
+def lower_reference(nodes, kit):
+    from minitorch.chip import compile_backend
+
+    return compile_backend.optimize(kit.graph())[1]
+
+
+def lower_truth(nodes, kit):
+    from a2s.checks.lab31.lowering import aten_eval
+
+    aten_eval(nodes, np.zeros(1))
+    return _lowering()(nodes, kit)
+
+
+def lower_eager_op(nodes, kit):
+    from minitorch.compiler.ir import Node
+
+    g = _lowering()(nodes, kit)
+    g.nodes.append(Node("e", "torch_eager", (g.outputs[0],), (), g.node(g.outputs[0]).shape))
+    g.outputs = ("e", *g.outputs[1:])
+    return g
+
+
+LOWER_ATTEMPTS = [
+    honest("31.5", "a class, the nodes copied", lambda: LO(Lowerer())),
+    honest("31.5", "functools.wraps", lambda: LO(wrapped(_lowering()))),
+    wrong("31.5", "a transpose dropped", lambda: LO(_lowering(drop_t=True)), "transpose was"),
+    wrong("31.5", "addmm's beta/alpha ignored", lambda: LO(_lowering(plain=True)), "beta and"),
+    wrong("31.5", "outputs swapped", lambda: LO(_lowering(swap=True)), match="wrong order"),
+    wrong("31.5", "fusion not run", lambda: LO(_lowering(fuse=False)), match="No kernel was"),
+    cheat("31.5", "torch inside", lambda: LO(lower_torch), error=FORBID),
+    cheat("31.5", "the reference pipeline", lambda: LO(lower_reference), error=REF),
+    cheat("31.5", "the grader's numpy run", lambda: LO(lower_truth), error=REF),
+    cheat("31.5", "an op that runs eager torch", lambda: LO(lower_eager_op), match="IR's ops"),
+]
+
+
+# --------------------------------------------------------------------------- 31.6
+def available_select(group):
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points().select(group=group)}
+
+
+def load_imports_every_module(name, group):
+    import importlib
+
+    for ep in available(group).values():
+        try:
+            importlib.import_module(ep.module)
+        except RuntimeError:
+            pass
+    return load(name, group)
+
+
+def load_fake(name, group):
+    class Fake:
+        token = "0" * 16
+
+    Fake.name = name
+    if name not in available(group):
+        raise LookupError(str(sorted(available(group))))
+    return Fake()
+
+
+def load_decoy(name, group):
+    from importlib import metadata
+
+    decoy = group.replace(".platforms", ".decoy")
+    eps = {ep.name: ep for ep in metadata.entry_points(group=decoy)}
+    if name not in eps:
+        raise LookupError(str(sorted(eps)))
+    return eps[name].load()()
+
+
+def load_reference(name, group):
+    from minitorch.chip import plugin
+
+    return plugin.load(name, group)
+
+
+PLATFORM_ATTEMPTS = [
+    honest("31.6", "entry_points().select", lambda: PL(available_select, load)),
+    honest("31.6", "functools.wraps", lambda: PL(wrapped(available), wrapped(load))),
+    wrong(
+        "31.6",
+        "every platform imported to list",
+        lambda: PL(
+            lambda g: {
+                ep.name: ep.load() for ep in available(g).values() if "broken" not in ep.name
+            },
+            load,
+        ),
+        match="listing imported",
+    ),
+    wrong(
+        "31.6",
+        "every module imported to load",
+        lambda: PL(available, load_imports_every_module),
+        match="also imported",
+    ),
+    wrong(
+        "31.6",
+        "the class, not an instance",
+        lambda: PL(
+            available, lambda n, g: available(g)[n].load() if n in available(g) else load(n, g)
+        ),
+        match="call it",
+    ),
+    cheat("31.6", "a look-alike platform", lambda: PL(available, load_fake), match="not an inst"),
+    cheat("31.6", "the decoy group's entry", lambda: PL(available, load_decoy), match="decoy"),
+    cheat("31.6", "the reference plugin", lambda: PL(available, load_reference), error=REF),
+    cheat("31.6", "want read from the frame", lambda: PL(available, from_frame)),
+]
+
+ATTEMPTS = (
+    KERNEL_ATTEMPTS
+    + FALLBACK_ATTEMPTS
+    + FOLD_ATTEMPTS
+    + EXPORT_ATTEMPTS
+    + LOWER_ATTEMPTS
+    + PLATFORM_ATTEMPTS
+)
 
 
 @pytest.mark.parametrize(

@@ -43,22 +43,22 @@ class Platform:
 '''
 
 
-def _install(root: Path, stem: str, group: str, decoy: str) -> dict[str, str]:
-    """Two distributions offering alpha+broken and beta+gamma in ``group`` (and a decoy group);
-    the module of each platform, by name."""
-    dists = {"one": ("alpha", "broken"), "two": ("beta", "gamma")}
+def _install(root: Path, stem: str, group: str, decoy: str, names: list[str]) -> dict[str, str]:
+    """Two distributions offering names 0+1 (1 broken) and 2+3 in ``group`` (and a decoy
+    group); the module of each platform, by name."""
+    dists = {"one": (names[0], names[1]), "two": (names[2], names[3])}
     modules = {}
-    for dist, names in dists.items():
+    for dist, offered in dists.items():
         info = root / f"{stem}_{dist}-1.0.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {stem}-{dist}\nVersion: 1.0\n", encoding="utf-8"
         )
         lines, wrong = [f"[{group}]"], [f"[{decoy}]"]
-        for name in names:
+        for name in offered:
             mod = f"{stem}_{name}"
             modules[name] = mod
-            extra = 'raise RuntimeError("this platform is broken")' if name == "broken" else ""
+            extra = 'raise RuntimeError("this platform is broken")' if name == names[1] else ""
             src = _MODULE.format(name=name, dist=f"{stem}-{dist}", extra=extra)
             (root / f"{mod}.py").write_text(src, encoding="utf-8")
             lines.append(f"{name} = {mod}:Platform")
@@ -96,15 +96,16 @@ def check_platforms(available: Callable[..., Any], load: Callable[..., Any]) -> 
     g = fresh_rng("31.6")
     stem = f"a2s_fake_platform_{int(g.integers(1 << 30)):x}"
     group, decoy = f"{stem}.platforms", f"{stem}.decoy"
-    names = ["alpha", "beta", "broken", "gamma"]
+    tags = [f"{int(t):02d}" for t in g.integers(0, 100, size=4)]  # names not known in advance
+    names = [f"{w}{t}" for w, t in zip(("alpha", "broken", "gamma", "delta"), tags, strict=True)]
     cases = [
         ("list", "list the platforms of the group", ""),
-        ("load", "load 'beta' (the second distribution)", "beta"),
-        ("load", "load 'alpha' (beside a broken platform)", "alpha"),
+        ("load", f"load {names[2]!r} (the second distribution)", names[2]),
+        ("load", f"load {names[0]!r} (beside a broken platform)", names[0]),
         ("unknown", "load 'tpu' (not installed)", "tpu"),
     ]
     with tempfile.TemporaryDirectory(prefix="a2s-31.6-") as tmp:
-        _install(Path(tmp), stem, group, decoy)
+        _install(Path(tmp), stem, group, decoy, names)
         sys.path.insert(0, tmp)
         importlib.invalidate_caches()
         try:
@@ -127,7 +128,7 @@ def check_platforms(available: Callable[..., Any], load: Callable[..., Any]) -> 
                         name,
                         serve={"platform.imported": on_import},
                     )
-                _judge(case, label, name, got, imported, tokens, names)
+                _judge(case, label, name, got, imported, tokens, sorted(names))
         finally:
             sys.path.remove(tmp)
             for mod in [m for m in sys.modules if m.startswith(stem)]:
