@@ -25,8 +25,10 @@ _UFUNCS |= {"matmul", "maximum"}
 
 
 def fused_source_ok(src: Any) -> bool:
-    """A fused kernel's source: ``def kernel(a0, ...)``, assignments of numpy ufunc calls on
-    names and numbers (and sigmoid's ``0.5 * (1 + np.tanh(0.5 * a))``), a return."""
+    """A fused kernel's source as kit.fuse (lab 14) writes it: ``def kernel(a0, ...)``,
+    assignments of numpy ufunc calls on names and numbers (and sigmoid's
+    ``0.5 * (1 + np.tanh(0.5 * a))``), ``out=`` only into the kernel's own temporaries, at most
+    one ``np.matmul``, on the kernel's inputs (no prologue), a return."""
     try:
         tree = ast.parse(str(src))
     except SyntaxError:
@@ -36,10 +38,13 @@ def fused_source_ok(src: Any) -> bool:
     fn = tree.body[0]
     if fn.decorator_list or fn.args.defaults or fn.name != "kernel":
         return False
+    if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.posonlyargs:
+        return False
+    params, temps, matmuls = {a.arg for a in fn.args.args}, set[str](), 0
 
     def expr(e: ast.expr) -> bool:
-        if isinstance(e, ast.Name):
-            return e.id != "np"
+        if isinstance(e, ast.Name):  # the kernel's inputs and temporaries, nothing global
+            return e.id in params or e.id in temps
         if isinstance(e, ast.Constant):
             return type(e.value) in (int, float)
         if isinstance(e, ast.BinOp):
@@ -61,8 +66,19 @@ def fused_source_ok(src: Any) -> bool:
             return False
         if not (isinstance(st.targets[0], ast.Name) and expr(st.value)):
             return False
+        calls = [c for c in ast.walk(st.value) if isinstance(c, ast.Call)]
+        outs = {kw.value.id for c in calls for kw in c.keywords if isinstance(kw.value, ast.Name)}
+        if not outs <= temps:  # kit.fuse writes only into its own dead temporaries
+            return False
+        mms = [c for c in calls if getattr(c.func, "attr", "") == "matmul"]
+        matmuls += len(mms)
+        if matmuls > 1 or any(getattr(a, "id", "") not in params for c in mms for a in c.args):
+            return False  # one matmul per kernel, on the kernel's inputs (no prologue)
+        if st.targets[0].id in params:  # type: ignore[attr-defined]
+            return False
+        temps.add(st.targets[0].id)  # type: ignore[attr-defined]
     last = fn.body[-1]
-    return isinstance(last, ast.Return) and isinstance(last.value, ast.Name)
+    return isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and expr(last.value)
 
 
 def rebuild_graph(label: str, got: Any, ops: Sequence[str]) -> Any:

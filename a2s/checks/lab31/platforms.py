@@ -24,8 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from a2s.checks.compare import call
-from a2s.checks.core import CheckFailure, case_label, fresh_rng, grader
+from a2s.checks.core import CheckFailure, case_label, grader
 from a2s.checks.errors import StudentError
 from a2s.checks.harness import run_apart
 
@@ -69,8 +71,9 @@ def _install(root: Path, stem: str, group: str, decoy: str, names: list[str]) ->
     return modules
 
 
-def _in_child(available: Any, load: Any, case: str, group: str, name: str) -> Any:
-    """In the learner's child: what its functions answered, as plain values."""
+def _in_child(available: Any, load: Any, case: str, group: str, name: str, module: str) -> Any:
+    """In the learner's child: what its functions answered, as plain values (a platform only
+    if its class is the one the named entry point's module defines)."""
     if case == "list":
         found = call(available, group)
         if not hasattr(found, "keys"):
@@ -83,6 +86,10 @@ def _in_child(available: Any, load: Any, case: str, group: str, name: str) -> An
             raise
         msg = str(exc).split(" (called with ")[0]
         return ("error", "an error", msg.split("your function raised ", 1)[-1])
+    made_by = getattr(sys.modules.get(module), "Platform", None)
+    if made_by is None or type(plat) is not made_by:  # a look-alike holding a token
+        what = "decoy" if getattr(plat, "name", None) == "decoy" else type(plat).__name__
+        return ("platform", what if what == "decoy" else f"a {what} not of module {module}", "")
     return ("platform", str(getattr(plat, "name", "?")), str(getattr(plat, "token", "")))
 
 
@@ -93,7 +100,8 @@ def _in_child(available: Any, load: Any, case: str, group: str, name: str) -> An
 )
 def check_platforms(available: Callable[..., Any], load: Callable[..., Any]) -> str:
     """Exercise 31.6: available(group) lists without importing; load(name, group) imports one."""
-    g = fresh_rng("31.6")
+    g = np.random.default_rng(secrets.randbits(128))  # not fresh_rng: a second check in the
+    # same process would draw the same names, and a listing saved from the first replays
     stem = f"a2s_fake_platform_{int(g.integers(1 << 30)):x}"
     group, decoy = f"{stem}.platforms", f"{stem}.decoy"
     tags = [f"{int(t):02d}" for t in g.integers(0, 100, size=4)]  # names not known in advance
@@ -105,7 +113,7 @@ def check_platforms(available: Callable[..., Any], load: Callable[..., Any]) -> 
         ("unknown", "load 'tpu' (not installed)", "tpu"),
     ]
     with tempfile.TemporaryDirectory(prefix="a2s-31.6-") as tmp:
-        _install(Path(tmp), stem, group, decoy, names)
+        modules = _install(Path(tmp), stem, group, decoy, names)
         sys.path.insert(0, tmp)
         importlib.invalidate_caches()
         try:
@@ -126,6 +134,7 @@ def check_platforms(available: Callable[..., Any], load: Callable[..., Any]) -> 
                         case,
                         group,
                         name,
+                        modules.get(name, ""),
                         serve={"platform.imported": on_import},
                     )
                 _judge(case, label, name, got, imported, tokens, sorted(names))
