@@ -503,4 +503,170 @@ MUSTS = [
     ("31.4", "No torch", "test_export_may_not_call_torch_nor_the_reference"),
     ("31.4", "onnxruntime at batch 1 and 5", "test_export_rejects_wrong_graphs"),
     ("31.4", "Needs", "test_export_says_how_to_install_onnx"),
+    ("31.5", "torch is forbidden inside", "test_31_5_torch_inside_and_the_reference_are_refused"),
+    (
+        "31.5",
+        "checks that every node is an IR op or a\nkernel `kit.fuse` made",
+        "test_31_5_a_graph_that_runs_anything_but_the_ir_is_refused",
+    ),
+    (
+        "31.5",
+        "launch no more kernels than the\nreference pipeline",
+        "test_31_5_the_lowering_passes_and_its_mistakes_get_their_hints",
+    ),
+    (
+        "31.6",
+        "Listing\nmust import none",
+        "test_31_6_discovery_passes_and_importing_too_much_fails",
+    ),
+    (
+        "31.6",
+        "An unknown name raises an error whose message lists every\ninstalled name",
+        "test_31_6_discovery_passes_and_importing_too_much_fails",
+    ),
 ]
+
+
+# --------------------------------------------------------------------------- 31.5 answers
+def _lowering(drop_t=False, plain=False, swap=False, fuse=True, opt=True, extra=None):
+    def lower_aten(nodes, kit):
+        g, env = kit.graph(), {}
+        for n in nodes:
+            a = [env[x.name] if isinstance(x, kit.Ref) else x for x in n.args]
+            if n.op == "placeholder":
+                env[n.name] = g.placeholder(n.name, n.shape, n.dtype)
+            elif n.op == "constant":
+                env[n.name] = g.constant(n.value)
+            elif n.op == "output":
+                g.outputs = tuple(a[::-1] if swap else a)
+            elif n.target == "aten::addmm":
+                mm = g.op("matmul", [a[1], a[2]])
+                beta, alpha = (
+                    (1, 1) if plain else (n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1))
+                )
+                if alpha != 1:
+                    mm = g.op("mul", [mm, g.constant(np.float32(alpha))])
+                c = a[0] if beta == 1 else g.op("mul", [a[0], g.constant(np.float32(beta))])
+                env[n.name] = g.op("add", [mm, c])
+            elif n.target == "aten::mm":
+                env[n.name] = g.op("matmul", a[:2])
+            elif n.target in ("aten::t", "aten::transpose.int"):
+                d, nd = ((a[1], a[2]) if len(a) > 2 else (0, 1)), len(n.shape)
+                env[n.name] = (
+                    a[0] if drop_t else g.op("transpose", [a[0]], dim0=d[0] % nd, dim1=d[1] % nd)
+                )
+            elif n.target in ("aten::view", "aten::_unsafe_view"):
+                env[n.name] = g.op("reshape", [a[0]], shape=n.shape)
+            elif n.target in ("aten::add.Tensor", "aten::mul.Tensor"):
+                x, y = [v if isinstance(v, str) else g.constant(np.float32(v)) for v in a[:2]]
+                env[n.name] = g.op(n.target[6:9], [x, y])
+            elif n.target in ("aten::relu", "aten::tanh", "aten::sigmoid"):
+                env[n.name] = g.op(n.target[6:], [a[0]])
+            else:
+                raise NotImplementedError(n.target)
+        g = kit.optimize(g) if opt else g
+        g = kit.fuse(g) if fuse else g
+        return extra(g) if extra else g
+
+    return lower_aten
+
+
+def test_31_5_the_lowering_passes_and_its_mistakes_get_their_hints():
+    lab31.check_lower_aten(_lowering())
+    rejects(lab31.check_lower_aten, _lowering(drop_t=True), match="transpose was dropped")
+    rejects(lab31.check_lower_aten, _lowering(plain=True), match="beta and alpha were ignored")
+    rejects(lab31.check_lower_aten, _lowering(swap=True), match="wrong order")
+    rejects(lab31.check_lower_aten, _lowering(fuse=False), match="No kernel was fused")
+    rejects(lab31.check_lower_aten, _lowering(opt=False), match="kit.optimize before")
+
+
+def test_31_5_a_graph_that_runs_anything_but_the_ir_is_refused():
+    from minitorch.compiler.ir import Node
+
+    def eager_op(g):  # an op the grader's interpreter would hand to torch
+        g.nodes.append(Node("e", "torch_eager", (g.outputs[0],), (), g.node(g.outputs[0]).shape))
+        g.outputs = ("e", *g.outputs[1:])
+        return g
+
+    def evil_source(g):  # a fused kernel whose source is not numpy ufuncs
+        for i, n in enumerate(g.nodes):
+            if n.op == "fused":
+                attrs = tuple(
+                    (k, "def kernel(a0):\n    return __import__('os')") if k == "source" else (k, v)
+                    for k, v in n.attrs
+                )
+                g.nodes[i] = Node(n.name, "fused", n.inputs, attrs, n.shape, n.dtype)
+        return g
+
+    rejects(lab31.check_lower_aten, _lowering(extra=eager_op), match="course IR's ops")
+    rejects(lab31.check_lower_aten, _lowering(extra=evil_source), match="not one kit.fuse made")
+    rejects(lab31.check_lower_aten, _lowering(extra=lambda g: "graph"), match="not the IR graph")
+
+
+def test_31_5_torch_inside_and_the_reference_are_refused():
+    def torch_folding(nodes, kit):
+        torch.ones(1) + 1
+        return _lowering()(nodes, kit)
+
+    def reference(nodes, kit):
+        from minitorch.chip.lower import lower
+
+        return lower(nodes, {})
+
+    with pytest.raises(ForbiddenCallError):
+        lab31.check_lower_aten(torch_folding)
+    with pytest.raises(ReferenceCalledError):
+        lab31.check_lower_aten(reference)
+
+
+# --------------------------------------------------------------------------- 31.6 answers
+def available(group):
+    from importlib import metadata
+
+    return {ep.name: ep for ep in metadata.entry_points(group=group)}
+
+
+def load(name, group):
+    found = available(group)
+    if name not in found:
+        raise LookupError(f"no platform {name!r}; installed: {sorted(found)}")
+    return found[name].load()()
+
+
+def test_31_6_discovery_passes_and_importing_too_much_fails():
+    from importlib import metadata
+
+    def imports_all(group):
+        return {
+            ep.name: ep.load()
+            for ep in metadata.entry_points(group=group)
+            if not ep.name.startswith("broken")
+        }
+
+    def loads_all(name, group):
+        objs = {}
+        for n, ep in available(group).items():
+            try:
+                objs[n] = ep.load()
+            except RuntimeError:
+                pass
+        return objs[name]()
+
+    def bare_key_error(name, group):
+        return available(group)[name].load()()
+
+    def the_class(name, group):
+        return available(group)[name].load()
+
+    lab31.check_platforms(available, load)
+    rejects(lab31.check_platforms, imports_all, load, match="listing imported")
+    rejects(lab31.check_platforms, available, loads_all, match="also imported")
+    rejects(lab31.check_platforms, available, bare_key_error, match="names every installed")
+    rejects(lab31.check_platforms, available, the_class, match="call it")
+
+
+def test_31_6_the_reference_plugin_is_blocked():
+    from minitorch.chip import plugin
+
+    with pytest.raises(ReferenceCalledError):
+        lab31.check_platforms(plugin.available, load)

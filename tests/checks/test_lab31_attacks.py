@@ -26,10 +26,32 @@ closures over the grader's ``Link``: a fallback that read the buffers and bumped
 hand through ``__closure__`` passed (the fallback now runs in a forked child whose link only
 sends requests; buffers and record stay in the grader's process). 31.4 accepted any object
 whose class was named ``ModelProto`` and crashed on it (the type must be onnx's own).
+
+31.5-31.6, reviewed. Tried: honest lowerings by a dispatch dict, a class, recursion from the
+outputs; the listing by the 3.9 dict API, ``.select()``, a loop over ``distributions()``,
+``functools.cache``, and ``entry_points.txt`` read by hand with ``configparser`` (honest: it
+reads the metadata and imports only the named module); wrong: a dropped transpose, beta/alpha
+ignored or swapped (unmodelled: no hint), swapped outputs, no fusion; a bare ``KeyError``,
+keyed by the entry point's value; cheats: torch, the reference, the grader's numpy run, a
+non-IR op, ``want`` from the forking thread's frames, the launch count patched in the child,
+names whose ``==`` says yes, a dozen hand-written kernel sources (attribute access, ``getattr``,
+lambda, comprehension, ``np.einsum``/``np.dot``/``np.frompyfunc``, ``__import__``, a global
+name, ``out=`` into an input, ``np.add.reduce``, two matmuls), one kernel of a whole MLP, the
+seeded inputs' outputs precomputed; the decoy, a look-alike, the token asked for by hand, a
+previous check's listing replayed. Found and fixed: a kernel of two matmuls (the MLP in one
+launch), ``out=`` into an input and global names passed the source check (only what kit.fuse
+writes now passes); the second input was seeded, so a graph telling the two inputs apart with
+precomputed outputs passed on the 3-D MLPs (it is now drawn from a secret seed after the
+child); the hint search crashed on non-square MLPs; 31.6's names were the same in every check
+of a process (a saved listing replayed) and a look-alike with a token asked for by hand passed
+(the child now reports a platform only if its type is the named module's ``Platform``). Left
+as strict xfails (``PLATFORM_GAPS``): a module forged in ``sys.modules``, and imports hidden by
+a rewritten ``request``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 
@@ -40,7 +62,15 @@ import torch
 from a2s.checks import lab31
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from a2s.checks.errors import StudentError
-from tests.checks.test_lab31 import KERNELS, cpu_fallback, export_mlp, fold_conv_bn
+from tests.checks.test_lab31 import (
+    KERNELS,
+    _lowering,
+    available,
+    cpu_fallback,
+    export_mlp,
+    fold_conv_bn,
+    load,
+)
 from tests.helpers.attacks import attempt_id, cheat, honest, judge, wrong
 from tests.helpers.graders import always_equal
 
@@ -465,11 +495,609 @@ EXPORT_ATTEMPTS = [
     cheat("31.4", "want read from the frame", lambda: EX(from_frame)),
 ]
 
-ATTEMPTS = KERNEL_ATTEMPTS + FALLBACK_ATTEMPTS + FOLD_ATTEMPTS + EXPORT_ATTEMPTS
+# --------------------------------------------------------------------------- 31.5
+LO, PL = lab31.check_lower_aten, lab31.check_platforms
+
+
+class Lowerer:
+    def __call__(self, nodes, kit):
+        return _lowering()(list(nodes), kit)
+
+
+def lower_torch(nodes, kit):
+    torch.zeros(1).sum()
+    return _lowering()(nodes, kit)
+
+
+def lower_reference(nodes, kit):
+    from minitorch.chip import compile_backend
+
+    return compile_backend.optimize(kit.graph())[1]
+
+
+def lower_truth(nodes, kit):
+    from a2s.checks.lab31.lowering import aten_eval
+
+    aten_eval(nodes, np.zeros(1))
+    return _lowering()(nodes, kit)
+
+
+def lower_eager_op(nodes, kit):
+    from minitorch.compiler.ir import Node
+
+    g = _lowering()(nodes, kit)
+    g.nodes.append(Node("e", "torch_eager", (g.outputs[0],), (), g.node(g.outputs[0]).shape))
+    g.outputs = ("e", *g.outputs[1:])
+    return g
+
+
+_ACTS = {"aten::relu": "relu", "aten::tanh": "tanh", "aten::sigmoid": "sigmoid"}
+
+
+def lower_dispatch(nodes, kit):
+    """A dispatch dict: one small function per ATen target."""
+    g, env = kit.graph(), {}
+
+    def val(a):
+        return env[a.name] if isinstance(a, kit.Ref) else a
+
+    def const(v):
+        return v if isinstance(v, str) else g.constant(np.float32(v))
+
+    def addmm(n, a):
+        b, al = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
+        mm = g.op("mul", [g.op("matmul", [a[1], a[2]]), const(al)])
+        return g.op("add", [mm, g.op("mul", [a[0], const(b)])])
+
+    def act(op, n, a):
+        return g.op(op, [a[0]])
+
+    def transpose(n, a):
+        d = a[1:3] if len(a) > 2 else (0, 1)
+        return g.op("transpose", [a[0]], dim0=d[0] % len(n.shape), dim1=d[1] % len(n.shape))
+
+    table = {
+        "aten::addmm": addmm,
+        "aten::mm": lambda n, a: g.op("matmul", a[:2]),
+        "aten::t": transpose,
+        "aten::transpose.int": transpose,
+        "aten::view": lambda n, a: g.op("reshape", [a[0]], shape=n.shape),
+        "aten::_unsafe_view": lambda n, a: g.op("reshape", [a[0]], shape=n.shape),
+        "aten::add.Tensor": lambda n, a: g.op("add", [const(a[0]), const(a[1])]),
+        "aten::mul.Tensor": lambda n, a: g.op("mul", [const(a[0]), const(a[1])]),
+        **{t: functools.partial(act, op) for t, op in _ACTS.items()},
+    }
+    for n in nodes:
+        a = [val(x) for x in n.args]
+        if n.op == "placeholder":
+            env[n.name] = g.placeholder(n.name, n.shape, n.dtype)
+        elif n.op == "constant":
+            env[n.name] = g.constant(n.value)
+        elif n.op == "output":
+            g.outputs = tuple(a)
+        else:
+            env[n.name] = table[n.target](n, a)
+    return kit.fuse(kit.optimize(g))
+
+
+def lower_recursive(nodes, kit):
+    """Recursion from the outputs back to the inputs (placeholders first, in order)."""
+    g, by_name, done = kit.graph(), {n.name: n for n in nodes}, {}
+    for n in nodes:
+        if n.op == "placeholder":
+            done[n.name] = g.placeholder(n.name, n.shape, n.dtype)
+
+    def emit(name):
+        if name in done:
+            return done[name]
+        n = by_name[name]
+        a = [emit(x.name) if isinstance(x, kit.Ref) else x for x in n.args]
+        if n.op == "constant":
+            out = g.constant(n.value)
+        elif n.target == "aten::addmm":
+            mm = g.op("matmul", [a[1], a[2]])
+            mm = g.op("mul", [mm, g.constant(np.float32(n.kwargs.get("alpha", 1)))])
+            b = g.op("mul", [a[0], g.constant(np.float32(n.kwargs.get("beta", 1)))])
+            out = g.op("add", [mm, b])
+        elif n.target == "aten::mm":
+            out = g.op("matmul", a[:2])
+        elif n.target in ("aten::t", "aten::transpose.int"):
+            d = a[1:3] if len(a) > 2 else (0, 1)
+            out = g.op("transpose", [a[0]], dim0=d[0] % len(n.shape), dim1=d[1] % len(n.shape))
+        elif n.target in ("aten::view", "aten::_unsafe_view"):
+            out = g.op("reshape", [a[0]], shape=n.shape)
+        elif n.target in _ACTS:
+            out = g.op(_ACTS[n.target], [a[0]])
+        else:
+            x, y = [v if isinstance(v, str) else g.constant(np.float32(v)) for v in a[:2]]
+            out = g.op("add" if n.target == "aten::add.Tensor" else "mul", [x, y])
+        done[name] = out
+        return out
+
+    (last,) = [n for n in nodes if n.op == "output"]
+    g.outputs = tuple(emit(r.name) for r in last.args)
+    return kit.fuse(kit.optimize(g))
+
+
+def lower_swapped_beta_alpha(nodes, kit):  # unmodelled: no hint may name another mistake
+    def swap(n):
+        kw = {"beta": n.kwargs.get("alpha", 1), "alpha": n.kwargs.get("beta", 1)}
+        return dataclasses.replace(n, kwargs=kw) if n.target == "aten::addmm" else n
+
+    return _lowering()([swap(n) for n in nodes], kit)
+
+
+def _big_fuse(g):
+    """kit.fuse's grouping without its one-matmul rule: a whole MLP in one kernel."""
+    from minitorch.compiler import fusion
+    from minitorch.compiler.ir import BINARY, UNARY, Graph, Node
+
+    group_of, members = {}, {}
+    for n in reversed(g.nodes):
+        if n.op not in (*BINARY, *UNARY, "matmul"):
+            continue
+        users = {group_of.get(u.name, -1) for u in g.users(n.name)}
+        gid = next(iter(users)) if len(users) == 1 else -1
+        if gid < 0 or n.name in g.outputs:
+            gid = len(members)
+            members[gid] = []
+        group_of[n.name] = gid
+        members[gid].append(n.name)
+    order = {n.name: i for i, n in enumerate(g.nodes)}
+    replaced, dropped = {}, set()
+    for m in (sorted(m, key=order.__getitem__) for m in members.values() if len(m) > 1):
+        src, ext = fusion.kernel_source(g, m)
+        root = g.node(m[-1])
+        attrs = (("ops", "+".join(g.node(x).op for x in m)), ("out_shape", root.shape))
+        attrs += (("source", src),)
+        replaced[root.name] = Node(root.name, "fused", tuple(ext), attrs, root.shape, root.dtype)
+        dropped.update(m[:-1])
+    return Graph([replaced.get(n.name, n) for n in g.nodes if n.name not in dropped], g.outputs)
+
+
+def _numpy_aten(nodes, x):
+    """The learner's own numpy run of the ATen graph (for the precomputing cheat)."""
+    env = {}
+    for n in nodes:
+        a = [env[i.name] if type(i).__name__ == "Ref" else i for i in n.args]
+        t = n.target
+        if n.op in ("placeholder", "constant"):
+            env[n.name] = x if n.op == "placeholder" else n.value
+        elif n.op == "output":
+            return [np.asarray(o, np.float32) for o in a]
+        elif t == "aten::addmm":
+            env[n.name] = n.kwargs.get("beta", 1) * a[0] + n.kwargs.get("alpha", 1) * (a[1] @ a[2])
+        elif t == "aten::mm":
+            env[n.name] = a[0] @ a[1]
+        elif t in ("aten::t", "aten::transpose.int"):
+            env[n.name] = np.swapaxes(a[0], *(a[1:3] if len(a) > 2 else (0, 1)))
+        elif t in ("aten::view", "aten::_unsafe_view"):
+            env[n.name] = np.reshape(a[0], n.shape)
+        elif t in ("aten::add.Tensor", "aten::mul.Tensor"):
+            env[n.name] = a[0] + a[1] if t == "aten::add.Tensor" else a[0] * a[1]
+        else:
+            f = {"relu": lambda v: np.maximum(v, 0), "tanh": np.tanh}.get(_ACTS[t])
+            env[n.name] = f(a[0]) if f else 1 / (1 + np.exp(-a[0]))
+    return []
+
+
+def lower_precomputed(nodes, kit):
+    """The grader's inputs drawn as it drew them (``rng(3107)``, twice); on the 3-D models a
+    graph that tells the two apart and returns each one's precomputed outputs, in budget."""
+    (ph,) = [n for n in nodes if n.op == "placeholder"]
+    if len(ph.shape) != 3:
+        return _lowering()(nodes, kit)
+    gen = np.random.default_rng(3107)
+    x1, x2 = (gen.standard_normal(ph.shape).astype(np.float32) for _ in range(2))
+    g = kit.graph()
+    x = g.placeholder(ph.name, ph.shape, ph.dtype)
+    d = g.op("sub", [x, g.constant(x1)])
+    s = g.op("sum", [g.op("mul", [d, d])], axes=(0, 1, 2))
+    m = g.op("div", [s, g.op("add", [s, g.constant(np.float32(1e-30))])])  # 0 on x1, 1 else
+    o1, o2 = _numpy_aten(nodes, x1), _numpy_aten(nodes, x2)
+    outs = [
+        g.op("add", [g.constant(a), g.op("mul", [m, g.constant(b - a)])])
+        for a, b in zip(o1, o2, strict=True)
+    ]
+    g.outputs = tuple(outs)
+    return kit.fuse(kit.optimize(g))
+
+
+def lower_want_from_frames(nodes, kit):
+    """``want`` read from the grader's frames (the forking thread's, via
+    ``sys._current_frames``) and returned as a constant graph."""
+    for f in sys._current_frames().values():
+        while f is not None:
+            if "want" in f.f_locals and "compiled" in f.f_locals:
+                g = kit.graph()
+                for n in nodes:
+                    if n.op == "placeholder":
+                        g.placeholder(n.name, n.shape, n.dtype)
+                want = f.f_locals["want"]
+                wants = want if isinstance(want, tuple) else (want,)
+                g.outputs = tuple(g.constant(np.array(w.detach())) for w in wants)
+                return g
+            f = f.f_back
+    return _lowering()(nodes, kit)
+
+
+def lower_counter_patched(nodes, kit):
+    """The grader's launch count and interpreter rewritten in the child; no fusion."""
+    for mod in ("a2s.checks.lab31.lowering", "minitorch.compiler.interp"):
+        if mod in sys.modules:
+            vars(sys.modules[mod]).update(_kernels=lambda graph: 0, _budget=lambda *a: 99)
+    return _lowering(fuse=False)(nodes, kit)
+
+
+def lower_always_equal_names(nodes, kit):
+    """Output names whose ``==`` always says yes."""
+
+    class Yes(str):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+
+    g = _lowering()(nodes, kit)
+    g.outputs = tuple(Yes(o) for o in g.outputs)
+    return g
+
+
+_CRAFTED = {  # fused kernels' sources kit.fuse never writes: refused before anything runs
+    "attribute access": "t0 = np.add(a0.T, 0)",
+    "getattr by string": "t0 = np.add(getattr(a0, 'sum')(), 0)",
+    "a lambda": "t0 = (lambda: np.add(a0, 0))()",
+    "a comprehension": "t0 = np.add([v for v in a0], 0)",
+    "np.einsum": "t0 = np.einsum('ij->ij', a0)",
+    "np.dot": "t0 = np.dot(a0, a0)",
+    "np.frompyfunc": "t0 = np.frompyfunc(print, 1, 1)(a0)",
+    "__import__ inside": "t0 = np.add(__import__('os').getpid(), a0)",
+    "a global name": "t0 = np.add(a0, open)",
+    "out= into its input (state across calls)": "t0 = np.add(a0, 1, out=a0)",
+    "np.add.reduce": "t0 = np.add.reduce(a0)",
+    "two matmuls": "t0 = np.matmul(a0, a0)\n    t1 = np.matmul(t0, a0)\n    t0 = t1",
+}
+
+
+def lower_crafted(line):
+    def lower_aten(nodes, kit):
+        g = _lowering()(nodes, kit)
+        for i, n in enumerate(g.nodes):
+            if n.op == "fused":
+                head = dict(n.attrs)["source"].splitlines()[0]
+                src = f"{head}\n    {line}\n    return t0"
+                attrs = tuple((k, src if k == "source" else v) for k, v in n.attrs)
+                g.nodes[i] = dataclasses.replace(n, attrs=attrs)
+                return g
+        return g
+
+    return lower_aten
+
+
+LOWER_ATTEMPTS = [
+    honest("31.5", "a class, the nodes copied", lambda: LO(Lowerer())),
+    honest("31.5", "functools.wraps", lambda: LO(wrapped(_lowering()))),
+    wrong("31.5", "a transpose dropped", lambda: LO(_lowering(drop_t=True)), "transpose was"),
+    wrong("31.5", "addmm's beta/alpha ignored", lambda: LO(_lowering(plain=True)), "beta and"),
+    wrong("31.5", "outputs swapped", lambda: LO(_lowering(swap=True)), match="wrong order"),
+    wrong("31.5", "fusion not run", lambda: LO(_lowering(fuse=False)), match="No kernel was"),
+    cheat("31.5", "torch inside", lambda: LO(lower_torch), error=FORBID),
+    cheat("31.5", "the reference pipeline", lambda: LO(lower_reference), error=REF),
+    cheat("31.5", "the grader's numpy run", lambda: LO(lower_truth), error=REF),
+    cheat("31.5", "an op that runs eager torch", lambda: LO(lower_eager_op), match="IR's ops"),
+    honest("31.5", "a dispatch dict", lambda: LO(lower_dispatch)),
+    honest("31.5", "recursion from the outputs", lambda: LO(lower_recursive)),
+    wrong(
+        "31.5",
+        "beta and alpha swapped (unmodelled: no hint)",
+        lambda: LO(lower_swapped_beta_alpha),
+        match=r"differ from eager torch \(shapes \[\(4, 5\)\] vs \[\(4, 5\)\]\)\.$",
+    ),
+    cheat(
+        "31.5",
+        "one fused kernel of two matmuls",
+        lambda: LO(_lowering(fuse=False, extra=_big_fuse)),
+        match="not one kit.fuse made",
+    ),
+    cheat(
+        "31.5",
+        "the seeded inputs' outputs precomputed",
+        lambda: LO(lower_precomputed),
+        match="differ from eager",
+    ),
+    cheat("31.5", "want read from the frames", lambda: LO(lower_want_from_frames)),
+    cheat(
+        "31.5",
+        "the launch count patched in the child",
+        lambda: LO(lower_counter_patched),
+        match="No kernel was fused",
+    ),
+    cheat("31.5", "output names whose == says yes", lambda: LO(lower_always_equal_names)),
+    *(
+        cheat("31.5", f"fused source: {k}", lambda v=v: LO(lower_crafted(v)), match="kit.fuse made")
+        for k, v in _CRAFTED.items()
+    ),
+]
+
+
+# --------------------------------------------------------------------------- 31.6
+def available_select(group):
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points().select(group=group)}
+
+
+def load_imports_every_module(name, group):
+    import importlib
+
+    for ep in available(group).values():
+        try:
+            importlib.import_module(ep.module)
+        except RuntimeError:
+            pass
+    return load(name, group)
+
+
+def load_fake(name, group):
+    class Fake:
+        token = "0" * 16
+
+    Fake.name = name
+    if name not in available(group):
+        raise LookupError(str(sorted(available(group))))
+    return Fake()
+
+
+def load_decoy(name, group):
+    from importlib import metadata
+
+    decoy = group.replace(".platforms", ".decoy")
+    eps = {ep.name: ep for ep in metadata.entry_points(group=decoy)}
+    if name not in eps:
+        raise LookupError(str(sorted(eps)))
+    return eps[name].load()()
+
+
+def load_reference(name, group):
+    from minitorch.chip import plugin
+
+    return plugin.load(name, group)
+
+
+def available_dict_api(group):
+    """The Python 3.9 dict API of entry_points() (deprecated, still there on 3.11)."""
+    import warnings
+    from importlib import metadata
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        eps = metadata.entry_points()
+        found = eps.get(group, ()) if hasattr(eps, "get") else eps.select(group=group)
+    return {ep.name: ep for ep in found}
+
+
+def available_distributions(group):
+    """A loop over every installed distribution's entry points."""
+    from importlib import metadata
+
+    out = {}
+    for dist in metadata.distributions():
+        for ep in dist.entry_points:
+            if ep.group == group:
+                out.setdefault(ep.name, ep)
+    return out
+
+
+def available_by_hand(group):
+    """entry_points.txt read from each dist-info folder on sys.path with configparser: what
+    importlib.metadata does, written out; honest (it imports nothing and reads the metadata)."""
+    import configparser
+    from pathlib import Path
+
+    out = {}
+    for folder in sys.path:
+        for info in (
+            sorted(Path(folder or ".").glob("*.dist-info")) if Path(folder or ".").is_dir() else ()
+        ):
+            cfg = configparser.ConfigParser(delimiters=("=",))
+            cfg.optionxform = str
+            try:
+                cfg.read(info / "entry_points.txt", encoding="utf-8")
+            except configparser.Error:
+                continue
+            if cfg.has_section(group):
+                for name, value in cfg.items(group):
+                    out.setdefault(name, value)
+    return out
+
+
+def load_by_hand(name, group):
+    import importlib
+
+    found = available_by_hand(group)
+    if name not in found:
+        raise LookupError(f"no {name!r}; installed: {sorted(found)}")
+    module, _, attr = found[name].partition(":")
+    return getattr(importlib.import_module(module.strip()), attr.strip())()
+
+
+@functools.cache
+def _cached(group):
+    return tuple(available(group).items())
+
+
+def available_cached(group):  # honest: the group is named afresh per check
+    return dict(_cached(group))
+
+
+def load_key_error(name, group):
+    return available(group)[name].load()()
+
+
+def load_forged_token(name, group):
+    """No entry point loaded: the token asked of the grader by hand, held by a look-alike."""
+    from a2s.checks.harness import request
+
+    if name not in available(group):
+        raise LookupError(f"installed: {sorted(available(group))}")
+    fake = type("Platform", (), {})()
+    fake.name, fake.token = name, request("platform.imported", name)
+    return fake
+
+
+def load_forged_module(name, group):
+    """A module object of the named module's name put in sys.modules by hand, its Platform a
+    look-alike holding a token asked for by hand: nothing of the entry point imported."""
+    import types
+
+    from a2s.checks.harness import request
+
+    eps = available(group)
+    if name not in eps:
+        raise LookupError(f"installed: {sorted(eps)}")
+    mod = types.ModuleType(eps[name].module)
+    token = request("platform.imported", name)
+
+    class Platform:
+        def __init__(self):
+            self.name, self.token = name, token
+
+    mod.Platform = Platform
+    sys.modules[mod.__name__] = mod
+    return Platform()
+
+
+def load_hiding_imports(name, group):
+    """Every platform imported, the other imports hidden by a rewritten harness request."""
+    import importlib
+
+    import a2s.checks.harness as h
+
+    real = h.request
+    h.request = lambda what, mod: real(what, mod) if mod == name else "hidden"
+    for ep in available(group).values():
+        try:
+            importlib.import_module(ep.module)
+        except RuntimeError:
+            pass
+    h.request = real
+    return load(name, group)
+
+
+_SAVED: dict[str, dict] = {}
+
+
+def replay_previous_check():
+    """A previous check's listing replayed (written to disk by its child, read back here)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "names.json"
+
+    def saving(group):
+        found = available(group)
+        path.write_text(json.dumps(sorted(found)))
+        return found
+
+    PL(saving, load)
+    old = json.loads(path.read_text())
+    return PL(lambda g: dict.fromkeys(old, None), load)
+
+
+PLATFORM_ATTEMPTS = [
+    honest("31.6", "entry_points().select", lambda: PL(available_select, load)),
+    honest("31.6", "functools.wraps", lambda: PL(wrapped(available), wrapped(load))),
+    wrong(
+        "31.6",
+        "every platform imported to list",
+        lambda: PL(
+            lambda g: {
+                ep.name: ep.load() for ep in available(g).values() if "broken" not in ep.name
+            },
+            load,
+        ),
+        match="listing imported",
+    ),
+    wrong(
+        "31.6",
+        "every module imported to load",
+        lambda: PL(available, load_imports_every_module),
+        match="also imported",
+    ),
+    wrong(
+        "31.6",
+        "the class, not an instance",
+        lambda: PL(
+            available, lambda n, g: available(g)[n].load() if n in available(g) else load(n, g)
+        ),
+        match="call it",
+    ),
+    cheat("31.6", "a look-alike platform", lambda: PL(available, load_fake), match="not an inst"),
+    cheat("31.6", "the decoy group's entry", lambda: PL(available, load_decoy), match="decoy"),
+    cheat("31.6", "the reference plugin", lambda: PL(available, load_reference), error=REF),
+    cheat("31.6", "want read from the frame", lambda: PL(available, from_frame)),
+    honest("31.6", "the Python 3.9 dict API", lambda: PL(available_dict_api, load)),
+    honest("31.6", "a loop over distributions()", lambda: PL(available_distributions, load)),
+    honest("31.6", "dist-info read by hand", lambda: PL(available_by_hand, load_by_hand)),
+    honest("31.6", "functools.cache", lambda: PL(available_cached, load)),
+    wrong(
+        "31.6",
+        "a bare KeyError for an unknown name",
+        lambda: PL(available, load_key_error),
+        match="names every installed",
+    ),
+    wrong(
+        "31.6",
+        "keyed by the entry point's value",
+        lambda: PL(lambda g: {ep.value: ep for ep in available(g).values()}, load),
+        match="keyed by the entry point's name",
+    ),
+    cheat(
+        "31.6",
+        "the token asked for by hand",
+        lambda: PL(available, load_forged_token),
+        match="not an instance",
+    ),
+    cheat("31.6", "a previous check's names replayed", replay_previous_check, match="gave"),
+]
+
+PLATFORM_GAPS = [  # strict xfails: the child is the learner's process (docs/trust.md)
+    pytest.param(
+        cheat("31.6", "a forged module in sys.modules", lambda: PL(available, load_forged_module)),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="the child is the learner's process: a module object forged in sys.modules "
+            "with a token asked for by hand passes (docs/trust.md, lab 31's known gaps)",
+        ),
+    ),
+    pytest.param(
+        cheat(
+            "31.6",
+            "imports hidden by a rewritten request",
+            lambda: PL(available, load_hiding_imports),
+            match="also imported",
+        ),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="a platform reports its import through the harness's request() in the "
+            "learner's process, which the learner can rewrite (docs/trust.md, known gaps)",
+        ),
+    ),
+]
+
+ATTEMPTS = (
+    KERNEL_ATTEMPTS
+    + FALLBACK_ATTEMPTS
+    + FOLD_ATTEMPTS
+    + EXPORT_ATTEMPTS
+    + LOWER_ATTEMPTS
+    + PLATFORM_ATTEMPTS
+)
 
 
 @pytest.mark.parametrize(
-    "attempt", ATTEMPTS, ids=lambda a: attempt_id(getattr(a, "values", [a])[0])
+    "attempt", [*ATTEMPTS, *PLATFORM_GAPS], ids=lambda a: attempt_id(getattr(a, "values", [a])[0])
 )
 def test_attempt(attempt) -> None:
     judge(attempt)

@@ -10,6 +10,15 @@ runs, and every ``minitorch`` module is forbidden; torch is forbidden inside the
 from a2s.checks.lab31.convbn import check_fold_conv_bn
 from a2s.checks.lab31.fallback import check_fallback
 from a2s.checks.lab31.kernels import check_kernels
+from a2s.checks.lab31.lowering import check_lower_aten
 from a2s.checks.lab31.onnx_export import check_export_mlp
+from a2s.checks.lab31.platforms import check_platforms
 
-__all__ = ["check_export_mlp", "check_fallback", "check_fold_conv_bn", "check_kernels"]
+__all__ = [
+    "check_export_mlp",
+    "check_fallback",
+    "check_fold_conv_bn",
+    "check_kernels",
+    "check_lower_aten",
+    "check_platforms",
+]

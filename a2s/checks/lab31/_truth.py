@@ -19,10 +19,13 @@ import numpy as np
 import torch
 
 __all__ = [
+    "AtenNode",
     "ChipLink",
     "Handle",
     "Link",
+    "LowerKit",
     "Record",
+    "Ref",
     "conv_bn",
     "conv_of",
     "fold",
@@ -216,3 +219,52 @@ def mlp(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.nd
     """relu(x W1^T + b1) W2^T + b2, weights as (out, in) like ``torch.nn.Linear``."""
     h = x.astype(np.float64) @ w1.T.astype(np.float64) + b1
     return (np.maximum(h, 0) @ w2.T.astype(np.float64) + b2).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------- 31.5
+@dataclass(frozen=True)
+class Ref:
+    """An argument that is the value of an earlier node (by its name)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class AtenNode:
+    """One node of the ATen graph as the learner's lowering sees it (plain values only)."""
+
+    name: str
+    op: str  # placeholder, constant, call, output
+    target: str  # "aten::addmm" for a call ("" otherwise)
+    args: tuple[Any, ...]  # earlier nodes as Ref; the output node's args are its values
+    kwargs: dict[str, Any]
+    shape: tuple[int, ...]
+    dtype: str
+    value: np.ndarray | None = None  # a constant's (a frozen weight's) value
+
+
+class LowerKit:
+    """What 31.5 hands out: the IR of lab 13 and the passes and fusion of lab 14."""
+
+    Ref = Ref
+
+    def graph(self) -> Any:
+        """A new, empty course IR graph (``placeholder``, ``constant``, ``op``, ``outputs``)."""
+        from minitorch.compiler.ir import Graph
+
+        return Graph()
+
+    def optimize(self, graph: Any) -> Any:
+        """Constant folding, simplification, CSE and DCE run to a fixed point."""
+        from minitorch.compiler.passes import PassManager, cse, dce, fold_constants, simplify
+
+        return PassManager([fold_constants, simplify, cse, dce]).run(graph)[0]
+
+    def fuse(self, graph: Any) -> Any:
+        """Elementwise chains and matmul epilogues fused into one kernel each."""
+        from minitorch.compiler import fusion
+
+        return fusion.fuse(graph)
+
+    def __repr__(self) -> str:
+        return "<LowerKit: graph(), optimize(graph), fuse(graph), Ref>"
