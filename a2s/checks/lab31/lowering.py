@@ -22,7 +22,14 @@ from a2s.checks.compare import call
 from a2s.checks.core import CheckFailure, case_label, fresh_rng, grader, rng
 from a2s.checks.harness import run_apart
 from a2s.checks.irgraph import rebuild_graph
-from a2s.checks.lab31._truth import AtenNode, LowerKit, Ref
+from a2s.checks.lab31._truth import (
+    AtenNode,
+    LowerKit,
+    Ref,
+    kernels_per_call,
+    launch_budget,
+    run_graph,
+)
 
 __all__ = ["check_lower_aten"]
 
@@ -56,11 +63,9 @@ def _net(g: np.random.Generator, w: tuple[int, ...], forward: str) -> torch.nn.M
 
 def _mlp(g: np.random.Generator, widths: list[int], act: str) -> torch.nn.Module:
     layers: list[torch.nn.Module] = []
+    kind = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}.get(act, torch.nn.Sigmoid)
     for a, b in itertools.pairwise(widths):
-        layers += [
-            torch.nn.Linear(a, b),
-            {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}.get(act, torch.nn.Sigmoid)(),
-        ]
+        layers += [torch.nn.Linear(a, b), kind()]
     net = torch.nn.Sequential(*layers[:-1])
     for p in net.parameters():
         p.data = torch.from_numpy(g.standard_normal(tuple(p.shape)).astype(np.float32) * 0.5)
@@ -136,21 +141,6 @@ def _in_child(student: Callable[..., Any], nodes: list[AtenNode]) -> Any:
     return (rows, tuple(g.outputs))
 
 
-def _kernels(graph: Any) -> int:  # launches per call: every node but inputs and constants
-    return sum(n.op not in ("placeholder", "constant") for n in graph.nodes)
-
-
-def _budget(nodes: list[AtenNode], gm: torch.fx.GraphModule, example: list[Any]) -> int:
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from minitorch.chip.compile_backend import _frozen, optimize
-    from minitorch.chip.lower import lower
-
-    with torch._guards.tracing(None):
-        aten = make_fx(gm, tracing_mode="fake")(*example)
-    return optimize(lower(aten, _frozen(gm, example))[0])[2].kernels_after
-
-
 def _why(nodes: list[AtenNode], x: np.ndarray, got: list[np.ndarray], want: list[Any]) -> str:
     """The modelled mistake the learner's outputs are, if any."""
 
@@ -199,7 +189,7 @@ def check_lower_aten(lower_aten: Callable[..., Any]) -> str:
                     got = run_apart(_in_child, lower_aten, nodes)
                 graph = rebuild_graph(label, got, _OPS)
                 feeds = [int(n.target) for n in nodes if n.op == "placeholder"]
-                box.update(nodes=nodes, graph=graph, budget=_budget(nodes, gm, example))
+                box.update(nodes=nodes, graph=graph, budget=launch_budget(gm, example))
                 box["ops"] = sum(n.op == "call" for n in nodes)
             except BaseException as exc:  # Dynamo would wrap it: raise it after the call
                 box["error"] = exc
@@ -207,8 +197,8 @@ def check_lower_aten(lower_aten: Callable[..., Any]) -> str:
 
             def runner(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
                 ins = [args[i].detach().numpy() for i in feeds]
-                outs = _run(graph, ins)
-                box["launches"] = box.get("launches", 0) + _kernels(graph)
+                outs = run_graph(graph, ins)
+                box["launches"] = box.get("launches", 0) + kernels_per_call(graph)
                 return tuple(torch.from_numpy(np.array(o, np.float32)) for o in outs)
 
             return runner
@@ -236,7 +226,7 @@ def check_lower_aten(lower_aten: Callable[..., Any]) -> str:
                     f"[{label}] the compiled model's outputs differ from eager torch "
                     f"(shapes {[a.shape for a in gots]} vs {[b.shape for b in wants]}).{why}"
                 )
-        used = _kernels(box["graph"])
+        used = kernels_per_call(box["graph"])
         if used > box["budget"]:
             fused = any(n.op == "fused" for n in box["graph"].nodes)
             why = (
@@ -258,10 +248,8 @@ def check_lower_aten(lower_aten: Callable[..., Any]) -> str:
     )
 
 
-def _run(graph: Any, ins: list[np.ndarray]) -> list[np.ndarray]:
-    from minitorch.compiler import fusion, interp
-
-    return interp.run(graph, *ins) if fusion else []  # fusion registers the fused kernels
+_ACTS: dict[str, Any] = {"aten::relu": lambda t: np.maximum(t, 0), "aten::tanh": np.tanh}
+_ACTS["aten::sigmoid"] = lambda t: 1 / (1 + np.exp(-t))
 
 
 def aten_eval(
@@ -287,10 +275,8 @@ def aten_eval(
         elif n.op == "output":
             return [np.asarray(o) for o in a]
         elif n.target == "aten::addmm":
-            beta, alpha = (
-                (1, 1) if plain_addmm else (n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1))
-            )
-            env[n.name] = beta * a[0] + alpha * (a[1] @ a[2])
+            k = {} if plain_addmm else n.kwargs
+            env[n.name] = k.get("beta", 1) * a[0] + k.get("alpha", 1) * (a[1] @ a[2])
         elif n.target in ("aten::mm", "aten::matmul", "aten::bmm"):
             env[n.name] = a[0] @ a[1]
         elif n.target in ("aten::t", "aten::transpose.int"):
@@ -301,10 +287,8 @@ def aten_eval(
         elif n.target in ("aten::add.Tensor", "aten::mul.Tensor"):
             y = a[1] * n.kwargs.get("alpha", 1) if n.target == "aten::add.Tensor" else a[1]
             env[n.name] = a[0] + y if n.target == "aten::add.Tensor" else a[0] * y
-        elif n.target in ("aten::relu", "aten::tanh", "aten::sigmoid"):
-            f: dict[str, Any] = {"relu": lambda t: np.maximum(t, 0), "tanh": np.tanh}
-            f["sigmoid"] = lambda t: 1 / (1 + np.exp(-t))
-            env[n.name] = f[n.target.removeprefix("aten::")](a[0])
+        elif n.target in _ACTS:
+            env[n.name] = _ACTS[n.target](a[0])
         else:
             env[n.name] = np.full(n.shape, np.nan)  # an op this model does not use
     return []
