@@ -9,8 +9,9 @@ is those tokens merged in time order. Per sequence, **TTFT** = t_1 - arrival and
 Tokens of a byte-level vocabulary are byte strings, and a UTF-8 character may be split
 across tokens (``"é"`` is ``b"\\xc3\\xa9"``). :class:`IncrementalDetokenizer` keeps the
 bytes of an unfinished character and emits text only up to the last complete character,
-so the concatenated pieces equal ``b"".join(token bytes).decode()`` and no piece holds a
-replacement character.
+so the concatenated pieces (and the flush) equal
+``b"".join(token bytes).decode(errors="replace")`` and no piece holds a replacement
+character unless the input is invalid there.
 
     result = Engine(load_pretrained()).run(requests)
     for ev in token_events(result): ...                # TokenEvent(time, seq_id, index, token)
@@ -80,7 +81,7 @@ class IncrementalDetokenizer:
 
     def __init__(self, vocab: Sequence[bytes]) -> None:
         self.vocab = list(vocab)
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.held = 0  # bytes of an unfinished character
 
     def push(self, token: int) -> str:
@@ -90,7 +91,7 @@ class IncrementalDetokenizer:
         return piece
 
     def flush(self) -> str:
-        """End of stream: raises UnicodeDecodeError if a character is left unfinished."""
+        """End of stream: an unfinished character's bytes become U+FFFD (errors="replace")."""
         return self._decoder.decode(b"", final=True)
 
 

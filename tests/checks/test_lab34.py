@@ -3,6 +3,8 @@ reference calls fail with the hint of their mistake."""
 
 from __future__ import annotations
 
+import codecs
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from a2s.checks import lab34
 from a2s.checks.core import ForbiddenCallError, ReferenceCalledError
 from a2s.checks.lab34 import _truth
 from minitorch.model import mla, speculative
+from minitorch.runtime import streaming
 from tests.helpers.graders import rejects, unblocked_in
 
 unblocked = unblocked_in("minitorch.model")
@@ -486,4 +489,142 @@ MUSTS = [
     ("34.5", "the least accumulated attention mass", "test_evict_rejects_wrong_policies"),
     ("34.5", "While `len(kept) <= budget` evict nothing", "test_evict_rejects_wrong_policies"),
     ("34.5", "on equal mass, the older first", "test_evict_breaks_ties_by_age"),
+    ("34.6", "Pieces must be `str`", "test_detokenizer_rejects_bytes_pieces"),
+    (
+        "34.6",
+        'pieces + flush must equal the bytes decoded with `errors="replace"`',
+        "test_detokenizer_rejects_the_modelled_mistakes",
+    ),
+    (
+        "34.6",
+        "on valid input every push must return exactly the characters it completes",
+        "test_detokenizer_rejects_the_modelled_mistakes",
+    ),
+    (
+        "34.6",
+        "`codecs` (its incremental decoders), `_codecs` and `encodings` may not be called",
+        "test_detokenizer_rejects_the_reference_and_codecs",
+    ),
 ]
+
+
+# --------------------------------------------------------------------------- 34.6
+class Detokenizer:
+    """The UTF-8 rule: hold the bytes after the last lead byte while fewer than it announces."""
+
+    bug = ""
+
+    def __init__(self, vocab_bytes):
+        self.vocab, self.held, self.prev = list(vocab_bytes), b"", ""
+
+    def _complete(self, token_id):
+        data = self.held + self.vocab[token_id]
+        cut = len(data)
+        for back in range(1, min(4, len(data)) + 1):
+            lead = data[-back]
+            if lead & 0xC0 != 0x80:
+                need = (
+                    2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4 if lead >> 3 == 30 else 1
+                )
+                cut = len(data) - back if back < need else cut
+                break
+        self.held = data[cut:]
+        return data[:cut].decode("utf-8", errors="replace")
+
+    def push(self, token_id):
+        if self.bug == "alone":
+            return self.vocab[token_id].decode("utf-8", errors="replace")
+        if self.bug == "hold all":
+            self.held += self.vocab[token_id]
+            return ""
+        piece = self._complete(token_id)
+        if self.bug == "late":
+            piece, self.prev = self.prev, piece
+        return piece
+
+    def flush(self):
+        if self.bug in ("alone", "drop tail"):
+            return ""
+        text, self.held = self.held.decode("utf-8", errors="replace"), b""
+        return (self.prev if self.bug == "late" else "") + text
+
+
+def _detok(bug):
+    return type(f"Detokenizer_{bug}", (Detokenizer,), {"bug": bug})
+
+
+def test_detokenizer_passes(capsys):
+    lab34.check_detokenizer(Detokenizer)
+    assert "✔ Exercise 34.6 passed" in capsys.readouterr().out
+
+
+def test_the_reference_gives_the_truths_pieces_on_the_graders_streams():
+    """The reference uses codecs (forbidden in 34.6), so it is compared outside the check."""
+    from a2s.checks.lab34 import stream
+
+    g = np.random.default_rng(0)
+    for label, toks in [*stream._NAMED, ("random", stream._random(g, 200))]:
+        vocab, ids = stream._vocab(toks)
+        d = streaming.IncrementalDetokenizer(vocab)
+        got, tail = [d.push(i) for i in ids], d.flush()
+        want, want_tail = _truth.stream_pieces(toks)
+        assert "".join(got) + tail == "".join(want) + want_tail, label
+        if "invalid" not in label:
+            assert (got, tail) == (want, want_tail), label
+
+
+@pytest.mark.parametrize(
+    ("bug", "match"),
+    [
+        ("alone", "decoding each token alone"),
+        ("hold all", "every push returned '' and flush returned everything"),
+        ("drop tail", "the stream ended inside a character"),
+        ("late", "one push late"),
+    ],
+)
+def test_detokenizer_rejects_the_modelled_mistakes(bug, match):
+    rejects(lab34.check_detokenizer, _detok(bug), match=match)
+
+
+def test_detokenizer_rejects_bytes_pieces():
+    class Raw(Detokenizer):
+        def push(self, token_id):
+            return super().push(token_id).encode()
+
+    rejects(lab34.check_detokenizer, Raw, match="must return a str")
+
+
+def test_detokenizer_rejects_the_reference_and_codecs():
+    class Ref(Detokenizer):
+        def __init__(self, vocab_bytes):
+            self.d = streaming.IncrementalDetokenizer(vocab_bytes)
+
+        def push(self, token_id):
+            return self.d.push(token_id)
+
+        def flush(self):
+            return self.d.flush()
+
+    class Codecs(Ref):
+        def __init__(self, vocab_bytes):
+            self.vocab = vocab_bytes
+            self.d = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+        def push(self, token_id):
+            return self.d.decode(self.vocab[token_id])
+
+        def flush(self):
+            return self.d.decode(b"", final=True)
+
+    rejects(lab34.check_detokenizer, Ref, match="reference", error=ReferenceCalledError)
+    rejects(lab34.check_detokenizer, Codecs, match="codecs", error=ForbiddenCallError)
+
+
+def test_stream_truth_agrees_with_the_reference_on_valid_text():
+    g = np.random.default_rng(5)
+    vocab = [bytes([b]) for b in range(256)]
+    text = "".join(chr(int(c)) for c in g.choice([0x41, 0xE9, 0x20AC, 0x1F642, 0x10FFFF], 60))
+    data = text.encode()
+    ref = unblocked_in("minitorch.runtime")(streaming.stream_text)
+    pieces, tail = _truth.stream_pieces([bytes([b]) for b in data])
+    assert [*pieces, *([tail] if tail else [])] == list(ref(list(data), vocab))

@@ -841,7 +841,172 @@ EVICT = [
 ]
 
 
-ATTEMPTS = [*VERIFY, *GREEDY, *EXPECTED, *ABSORB, *EVICT]
+# --------------------------------------------------------------------------- 34.6
+class DetokLoop:
+    """Honest: a byte-at-a-time state machine (bytes still expected), no look-back."""
+
+    def __init__(self, vocab_bytes):
+        self.vocab, self.buf, self.left = vocab_bytes, bytearray(), 0
+
+    def push(self, token_id):
+        out, start = "", 0
+        for b in self.vocab[token_id]:
+            if self.left and b & 0xC0 == 0x80:
+                self.left -= 1
+            else:
+                self.left = 1 if b >> 5 == 6 else 2 if b >> 4 == 14 else 3 if b >> 3 == 30 else 0
+            self.buf.append(b)
+            if not self.left:
+                out += self.buf[start:].decode("utf-8", errors="replace")
+                start = len(self.buf)
+        del self.buf[:start]
+        return out
+
+    def flush(self):
+        text = bytes(self.buf).decode("utf-8", errors="replace")
+        self.buf, self.left = bytearray(), 0
+        return text
+
+
+class DetokTry:
+    """Honest: decode the longest prefix that decodes strictly, at most 3 bytes held."""
+
+    def __init__(self, vocab_bytes):
+        self.vocab, self.held = vocab_bytes, b""
+
+    def push(self, token_id):
+        data = self.held + self.vocab[token_id]
+        for keep in range(min(3, len(data)) + 1):
+            try:
+                text = data[: len(data) - keep].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            self.held = data[len(data) - keep :]
+            return text
+        self.held = b""
+        return data.decode("utf-8", errors="replace")
+
+    def flush(self):
+        text, self.held = self.held.decode("utf-8", errors="replace"), b""
+        return text
+
+
+def _detok_variant(bug):
+    from tests.checks.test_lab34 import _detok
+
+    return lambda: lab34.check_detokenizer(_detok(bug))
+
+
+class DetokCodecs(DetokTry):
+    def __init__(self, vocab_bytes):
+        import codecs
+
+        self.vocab, self.d = vocab_bytes, codecs.getincrementaldecoder("utf-8")("replace")
+
+    def push(self, token_id):
+        return self.d.decode(self.vocab[token_id])
+
+    def flush(self):
+        return self.d.decode(b"", final=True)
+
+
+class DetokTruth(DetokTry):
+    def __init__(self, vocab_bytes):
+        from a2s.checks.lab34 import _truth
+
+        self.vocab, self.ids, self.truth = vocab_bytes, [], _truth.stream_pieces
+
+    def push(self, token_id):
+        self.ids.append(token_id)
+        return self.truth([self.vocab[i] for i in self.ids])[0][-1]
+
+
+class DetokPatch(DetokTry):
+    """Rebind the grader's truth to the learner's own answer (all "" then everything)."""
+
+    def push(self, token_id):
+        from a2s.checks.lab34 import stream
+
+        stream.stream_pieces = lambda toks: (
+            [""] * len(toks),
+            b"".join(toks).decode("utf-8", "replace"),
+        )
+        self.held += self.vocab[token_id]
+        return ""
+
+
+class _EqStr(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+class DetokEq(DetokTry):
+    def push(self, token_id):
+        return _EqStr(super().push(token_id))
+
+
+DETOK = [
+    honest("34.6", "a byte state machine", lambda: lab34.check_detokenizer(DetokLoop)),
+    honest("34.6", "longest strict prefix", lambda: lab34.check_detokenizer(DetokTry)),
+    wrong("34.6", "each token decoded alone", _detok_variant("alone"), match="alone"),
+    wrong("34.6", "everything held until flush", _detok_variant("hold all"), match="stream"),
+    wrong("34.6", "the tail dropped at flush", _detok_variant("drop tail"), match="U\\+FFFD"),
+    wrong("34.6", "one character late", _detok_variant("late"), match="one push late"),
+    cheat(
+        "34.6",
+        "the reference",
+        lambda: lab34.check_detokenizer(_ref_detok()),
+        match="reference",
+        error=REF,
+    ),
+    cheat(
+        "34.6",
+        "codecs' incremental decoder",
+        lambda: lab34.check_detokenizer(DetokCodecs),
+        match="codecs",
+        error=FORBID,
+    ),
+    cheat(
+        "34.6",
+        "the grader's truth",
+        lambda: lab34.check_detokenizer(DetokTruth),
+        match="reference|truth",
+        error=REF,
+    ),
+    cheat(
+        "34.6",
+        "the truth rebound",
+        lambda: lab34.check_detokenizer(DetokPatch),
+        match="expected|grader's own tables",
+    ),
+    cheat(
+        "34.6",
+        "pieces whose == says yes",
+        lambda: lab34.check_detokenizer(DetokEq),
+        match="must return a str|subclass of str",
+    ),
+]
+
+
+def _ref_detok():
+    from minitorch.runtime.streaming import IncrementalDetokenizer
+
+    class Ref(DetokTry):
+        def __init__(self, vocab_bytes):
+            self.d = IncrementalDetokenizer(vocab_bytes)
+
+        def push(self, token_id):
+            return self.d.push(token_id)
+
+        def flush(self):
+            return self.d.flush()
+
+    return Ref
+
+
+ATTEMPTS = [*VERIFY, *GREEDY, *EXPECTED, *ABSORB, *EVICT, *DETOK]
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)

@@ -278,3 +278,53 @@ def gpt_rows(model: Any, tokens: np.ndarray) -> np.ndarray:
 
     with no_grad():
         return np.asarray(model(np.asarray(tokens, np.int64)[None]).data[0], np.float64)
+
+
+# ---------------------------------------------------------------- 34.6: UTF-8 streaming
+# (lead byte) -> (the range of the second byte, the sequence's length): the well-formed
+# byte sequences of the Unicode Standard, Table 3-7 (RFC 3629); later bytes are 80..BF.
+def _utf8_rule(lead: int) -> tuple[int, int, int] | None:
+    if 0xC2 <= lead <= 0xDF:
+        return 0x80, 0xBF, 2
+    if lead == 0xE0:
+        return 0xA0, 0xBF, 3
+    if lead == 0xED:
+        return 0x80, 0x9F, 3
+    if 0xE1 <= lead <= 0xEF:
+        return 0x80, 0xBF, 3
+    if lead == 0xF0:
+        return 0x90, 0xBF, 4
+    if 0xF1 <= lead <= 0xF3:
+        return 0x80, 0xBF, 4
+    if lead == 0xF4:
+        return 0x80, 0x8F, 4
+    return None
+
+
+def unfinished_tail(data: bytes) -> int:
+    """How many trailing bytes of ``data`` are the start of a character still to come."""
+    for back in range(1, min(3, len(data)) + 1):
+        tail = data[len(data) - back :]
+        rule = _utf8_rule(tail[0])
+        if rule is None:
+            continue
+        lo, hi, length = rule
+        if back >= length:
+            return 0
+        ok = all(
+            (lo <= b <= hi) if i == 1 else (0x80 <= b <= 0xBF) for i, b in enumerate(tail) if i
+        )
+        return back if ok else 0
+    return 0
+
+
+def stream_pieces(chunks: Sequence[bytes]) -> tuple[list[str], str]:
+    """Plain loop: after each chunk, the text up to the last complete character (each piece
+    the new part), then the flush (the unfinished tail decoded with errors="replace")."""
+    data, done, pieces = b"", "", []
+    for chunk in chunks:
+        data += chunk
+        text = data[: len(data) - unfinished_tail(data)].decode("utf-8", errors="replace")
+        pieces.append(text[len(done) :])
+        done = text
+    return pieces, data.decode("utf-8", errors="replace")[len(done) :]
