@@ -912,9 +912,9 @@ class DetokCodecs(DetokTry):
 
 class DetokTruth(DetokTry):
     def __init__(self, vocab_bytes):
-        from a2s.checks.lab34 import _truth
+        from a2s.checks.lab34 import stream
 
-        self.vocab, self.ids, self.truth = vocab_bytes, [], _truth.stream_pieces
+        self.vocab, self.ids, self.truth = vocab_bytes, [], stream.stream_pieces
 
     def push(self, token_id):
         self.ids.append(token_id)

@@ -3,8 +3,9 @@
 ``Detokenizer(vocab_bytes)`` with ``push(token_id) -> str`` and ``flush() -> str``. The
 grader builds a byte-level vocabulary per case (the 256 single bytes, then the case's
 multi-byte tokens) and drives the learner's class through a stream; the truth
-(``_truth.stream_pieces``) is a plain loop over the well-formed sequences of RFC 3629 that
-decodes, after each token, the bytes up to the last complete character. Checks: the pieces
+(:func:`stream_pieces`, here: ``_truth.py`` is at its 300 lines) is a plain loop over the
+well-formed sequences of RFC 3629 that decodes, after each token, the bytes up to the last
+complete character. Checks: the pieces
 are ``str``; pieces + flush equal ``b"".join(token bytes).decode("utf-8", errors="replace")``;
 on valid input each push returns exactly the truth's piece (a character is emitted at the
 push that completes it, never held back, never with U+FFFD). Invalid input (0xff, a stream
@@ -25,10 +26,53 @@ import numpy as np
 from a2s.checks.cases import fresh
 from a2s.checks.core import CheckFailure, fresh_rng, grader, guarded, rng
 from a2s.checks.harness import run_apart
-from a2s.checks.lab34._truth import stream_pieces
 
 __all__ = ["check_detokenizer"]
 
+# --------------------------------------------------------------------------- truth
+# Unicode Table 3-7 (RFC 3629); later bytes are 80..BF. Written without codecs.
+# lead byte -> (lowest and highest second byte, the sequence's length)
+_LEADS: dict[int, tuple[int, int, int]] = {
+    **dict.fromkeys(range(0xC2, 0xE0), (0x80, 0xBF, 2)),
+    **dict.fromkeys(range(0xE1, 0xF0), (0x80, 0xBF, 3)),
+    0xE0: (0xA0, 0xBF, 3),  # no overlong 3-byte forms
+    0xED: (0x80, 0x9F, 3),  # no surrogates
+    **dict.fromkeys(range(0xF1, 0xF4), (0x80, 0xBF, 4)),
+    0xF0: (0x90, 0xBF, 4),  # no overlong 4-byte forms
+    0xF4: (0x80, 0x8F, 4),  # nothing past U+10FFFF
+}
+
+
+def unfinished_tail(data: bytes) -> int:
+    """How many trailing bytes of ``data`` are the start of a character still to come."""
+    for back in range(1, min(3, len(data)) + 1):
+        tail = data[len(data) - back :]
+        rule = _LEADS.get(tail[0])
+        if rule is None:
+            continue
+        lo, hi, length = rule
+        if back >= length:
+            return 0
+        ok = all(
+            (lo <= b <= hi) if i == 1 else (0x80 <= b <= 0xBF) for i, b in enumerate(tail) if i
+        )
+        return back if ok else 0
+    return 0
+
+
+def stream_pieces(chunks: Sequence[bytes]) -> tuple[list[str], str]:
+    """After each chunk, the new text up to the last complete character; then the flush
+    (the unfinished tail decoded with errors="replace")."""
+    data, done, pieces = b"", "", []
+    for chunk in chunks:
+        data += chunk
+        text = data[: len(data) - unfinished_tail(data)].decode("utf-8", errors="replace")
+        pieces.append(text[len(done) :])
+        done = text
+    return pieces, data.decode("utf-8", errors="replace")[len(done) :]
+
+
+# --------------------------------------------------------------------------- grader
 _BLOCKS = ("minitorch.runtime.streaming",)
 _FORBID = ("torch", "codecs", "_codecs", "encodings")
 _RULE = (
