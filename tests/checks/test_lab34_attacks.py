@@ -15,7 +15,14 @@ says yes, a replayed table, frames, ``gc``, a patched grader module):
   by a fresh draw per check, and the child's copy of the models is zeroed;
 * 34.4: answers recorded on one run and replayed on the next (the fresh case's weights were
   drawn from the fixed seed; they now come from the fresh seed);
-* 34.5: a policy tuned to the score pattern (sinks and a few heavy tokens) without the rule.
+* 34.5: a policy tuned to the score pattern (sinks and a few heavy tokens) without the rule;
+* 34.6: codecs' incremental decoder, ``codecs.iterdecode``, ``encodings.utf_8``, an
+  ``io.TextIOWrapper`` over a ``BytesIO`` (all caught: they reach ``_codecs``). Found: the 0xff
+  case (0xff, then ASCII) let pass a hand-written decoder that reads 0xff as a 2-byte lead and
+  a "longest strict prefix, else all replaced" answer (it turns the character after a bad byte
+  into U+FFFD); fixed: 0xff is now followed by a continuation byte and a split character.
+  Kept as a strict xfail: ``_codecs.utf_8_decode`` called through ``map`` (C calling C fires no
+  profile event).
 
 Frame and ``gc`` reflection into the grader's own process is the sealed kernel's
 (``a2s grade``), see docs/trust.md.
@@ -24,6 +31,7 @@ Frame and ``gc`` reflection into the grader's own process is the sealed kernel's
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 import sys
 from pathlib import Path
 
@@ -869,20 +877,20 @@ class DetokLoop:
 
 
 class DetokTry:
-    """Honest: decode the longest prefix that decodes strictly, at most 3 bytes held."""
+    """Honest: try the last 3, 2, 1 bytes alone; a tail that ends too early is held."""
 
     def __init__(self, vocab_bytes):
         self.vocab, self.held = vocab_bytes, b""
 
     def push(self, token_id):
         data = self.held + self.vocab[token_id]
-        for keep in range(min(3, len(data)) + 1):
+        for keep in range(min(3, len(data)), 0, -1):
             try:
-                text = data[: len(data) - keep].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            self.held = data[len(data) - keep :]
-            return text
+                data[len(data) - keep :].decode("utf-8")
+            except UnicodeDecodeError as e:
+                if e.start == 0 and e.reason == "unexpected end of data":
+                    self.held = data[len(data) - keep :]
+                    return data[: len(data) - keep].decode("utf-8", errors="replace")
         self.held = b""
         return data.decode("utf-8", errors="replace")
 
@@ -935,6 +943,156 @@ class DetokPatch(DetokTry):
         return ""
 
 
+class DetokHeldFF(DetokLoop):
+    """Honest: 0xff held a push as if a 2-byte lead (when a bad byte turns into U+FFFD is a
+    choice: the joined text is the same)."""
+
+    def push(self, token_id):
+        out, start = "", 0
+        for b in self.vocab[token_id]:
+            if self.left and b & 0xC0 == 0x80:
+                self.left -= 1
+            else:
+                self.left = 1 if b >> 5 == 6 or b == 0xFF else 2 if b >> 4 == 14 else 0
+                self.left = 3 if b >> 3 == 30 else self.left
+            self.buf.append(b)
+            if not self.left:
+                out += self.buf[start:].decode("utf-8", errors="replace")
+                start = len(self.buf)
+        del self.buf[:start]
+        return out
+
+
+class DetokGiveUp(DetokTry):
+    """Wrong: the longest prefix that decodes strictly, else the whole buffer with errors=
+    "replace" (a bad byte before an unfinished character turns that character into U+FFFD)."""
+
+    def push(self, token_id):
+        data = self.held + self.vocab[token_id]
+        for keep in range(min(3, len(data)) + 1):
+            try:
+                text = data[: len(data) - keep].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            self.held = data[len(data) - keep :]
+            return text
+        self.held = b""
+        return data.decode("utf-8", errors="replace")
+
+
+class DetokFF(DetokLoop):
+    """Wrong: a hand-written decoder that reads 0xff as a 2-byte lead (0xff 0x80 -> U+07C0)."""
+
+    def push(self, token_id):
+        out, start = "", 0
+        for b in self.vocab[token_id]:
+            if self.left and b & 0xC0 == 0x80:
+                self.left -= 1
+            else:
+                self.left = 1 if b >> 5 == 6 or b == 0xFF else 2 if b >> 4 == 14 else 0
+                self.left = 3 if b >> 3 == 30 else self.left
+            self.buf.append(b)
+            if not self.left:
+                seq = bytes(self.buf[start:])
+                if seq[0] == 0xFF and len(seq) == 2:
+                    out += chr((0x1F << 6) | (seq[1] & 0x3F))
+                else:
+                    out += seq.decode("utf-8", errors="replace")
+                start = len(self.buf)
+        del self.buf[:start]
+        return out
+
+
+@dataclass
+class DetokData:
+    """Honest: a dataclass, a bytearray and the UnicodeDecodeError's own position."""
+
+    vocab_bytes: list
+    held: bytearray = field(default_factory=bytearray)
+
+    def push(self, token_id):
+        self.held += self.vocab_bytes[token_id]
+        text = ""
+        while self.held:
+            try:
+                text, self.held = text + self.held.decode("utf-8"), bytearray()
+            except UnicodeDecodeError as e:
+                if e.reason == "unexpected end of data":
+                    text, self.held = text + self.held[: e.start].decode(), self.held[e.start :]
+                    break
+                text += self.held[: e.end].decode("utf-8", errors="replace")
+                del self.held[: e.end]
+        return text
+
+    def flush(self):
+        text, self.held = self.held.decode("utf-8", errors="replace"), bytearray()
+        return text
+
+
+class DetokIterdecode(DetokTry):
+    def push(self, token_id):
+        import codecs
+
+        self.held += self.vocab[token_id]
+        return ""
+
+    def flush(self):
+        import codecs
+
+        return "".join(codecs.iterdecode([self.held], "utf-8", errors="replace"))
+
+
+class DetokEncodings(DetokCodecs):
+    def __init__(self, vocab_bytes):
+        import encodings.utf_8
+
+        self.vocab, self.d = vocab_bytes, encodings.utf_8.IncrementalDecoder("replace")
+
+
+class DetokTextIO(DetokTry):
+    """io.TextIOWrapper over a BytesIO: an incremental decoder in disguise."""
+
+    def __init__(self, vocab_bytes):
+        import io
+
+        self.vocab, self.raw = vocab_bytes, io.BytesIO()
+        self.text = io.TextIOWrapper(self.raw, encoding="utf-8", errors="replace")
+
+    def push(self, token_id):
+        at = self.raw.tell()
+        self.raw.write(self.vocab[token_id])
+        self.raw.seek(at)
+        return self.text.read()
+
+    def flush(self):
+        return ""
+
+
+class DetokMapped(DetokTry):
+    """_codecs.utf_8_decode called from C (through map): the profile hook sees no call."""
+
+    def push(self, token_id):
+        import _codecs
+
+        data = self.held + self.vocab[token_id]
+        ((text, used),) = map(_codecs.utf_8_decode, [data], ["replace"], [False])
+        self.held = data[used:]
+        return text
+
+
+class DetokReplay(DetokTry):
+    """The named cases' answers, replayed by the token sequence seen so far; else nothing."""
+
+    def push(self, token_id):
+        self.held += self.vocab[token_id]
+        return ""
+
+    def flush(self):
+        import json
+
+        return json.loads(json.dumps(self.held.decode("utf-8", errors="replace")))
+
+
 class _EqStr(str):
     def __eq__(self, other):
         return True
@@ -949,11 +1107,66 @@ class DetokEq(DetokTry):
 
 DETOK = [
     honest("34.6", "a byte state machine", lambda: lab34.check_detokenizer(DetokLoop)),
-    honest("34.6", "longest strict prefix", lambda: lab34.check_detokenizer(DetokTry)),
+    honest("34.6", "the tail tried alone", lambda: lab34.check_detokenizer(DetokTry)),
+    wrong(
+        "34.6",
+        "longest strict prefix, else all replaced",
+        lambda: lab34.check_detokenizer(DetokGiveUp),
+        match="lead byte gives the length",
+    ),
     wrong("34.6", "each token decoded alone", _detok_variant("alone"), match="alone"),
     wrong("34.6", "everything held until flush", _detok_variant("hold all"), match="stream"),
     wrong("34.6", "the tail dropped at flush", _detok_variant("drop tail"), match="U\\+FFFD"),
     wrong("34.6", "one character late", _detok_variant("late"), match="one push late"),
+    honest("34.6", "0xff held a push", lambda: lab34.check_detokenizer(DetokHeldFF)),
+    honest("34.6", "a dataclass, bytearray, e.start", lambda: lab34.check_detokenizer(DetokData)),
+    wrong(
+        "34.6",
+        "0xff read as a 2-byte lead",
+        lambda: lab34.check_detokenizer(DetokFF),
+        match="lead byte gives the length",
+    ),
+    wrong(
+        "34.6",
+        "everything at flush, through json",
+        lambda: lab34.check_detokenizer(DetokReplay),
+        match="stream the text",
+    ),
+    cheat(
+        "34.6",
+        "codecs.iterdecode",
+        lambda: lab34.check_detokenizer(DetokIterdecode),
+        match="codecs",
+        error=FORBID,
+    ),
+    cheat(
+        "34.6",
+        "encodings.utf_8.IncrementalDecoder",
+        lambda: lab34.check_detokenizer(DetokEncodings),
+        match="codecs",
+        error=FORBID,
+    ),
+    cheat(
+        "34.6",
+        "io.TextIOWrapper over a BytesIO",
+        lambda: lab34.check_detokenizer(DetokTextIO),
+        match="codecs",
+        error=FORBID,
+    ),
+    pytest.param(
+        cheat(
+            "34.6",
+            "_codecs.utf_8_decode through map",
+            lambda: lab34.check_detokenizer(DetokMapped),
+            match="codecs",
+            error=FORBID,
+        ),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="a C function called from C (map) fires no profile event: the watch "
+            "cannot see it (known gap, docs/trust.md)",
+        ),
+    ),
     cheat(
         "34.6",
         "the reference",

@@ -88,7 +88,7 @@ _NAMED: list[tuple[str, list[bytes]]] = [
     ("4-byte emoji split 2+2", [b"a", b"\xf0\x9f", b"\x99\x82", b"b"]),
     ("4-byte emoji split 1+1+1+1", [b"a", b"\xf0", b"\x9f", b"\x99", b"\x82", b"b"]),
     ("a token ends one character and starts the next", [b"\xc3", b"\xa9\xe2", b"\x82\xac", b"x"]),
-    ("an invalid byte 0xff", [b"ab", b"\xff", b"c\xc3", b"\xa9"]),
+    ("an invalid byte 0xff", [b"ab", b"\xff", b"\x80c\xc3", b"\xa9"]),  # 0xff, then 10xxxxxx
     ("the stream ends mid-character", [b"ok ", b"\xf0\x9f", b"\x99"]),
 ]
 # code points of 1, 2, 3 and 4 bytes (ASCII, Latin/Greek/Cyrillic, CJK/euro/Devanagari, emoji)
