@@ -31,8 +31,8 @@ Frame and ``gc`` reflection into the grader's own process is the sealed kernel's
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -1031,7 +1031,6 @@ class DetokData:
 
 class DetokIterdecode(DetokTry):
     def push(self, token_id):
-        import codecs
 
         self.held += self.vocab[token_id]
         return ""
@@ -1153,20 +1152,6 @@ DETOK = [
         match="codecs",
         error=FORBID,
     ),
-    pytest.param(
-        cheat(
-            "34.6",
-            "_codecs.utf_8_decode through map",
-            lambda: lab34.check_detokenizer(DetokMapped),
-            match="codecs",
-            error=FORBID,
-        ),
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="a C function called from C (map) fires no profile event: the watch "
-            "cannot see it (known gap, docs/trust.md)",
-        ),
-    ),
     cheat(
         "34.6",
         "the reference",
@@ -1225,3 +1210,20 @@ ATTEMPTS = [*VERIFY, *GREEDY, *EXPECTED, *ABSORB, *EVICT, *DETOK]
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=attempt_id)
 def test_attempt(attempt):
     judge(attempt)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a C function called from C (map) fires no profile event: the watch cannot see "
+    "it (known gap, docs/trust.md)",
+)
+def test_34_6_codecs_through_map_is_caught():
+    judge(
+        cheat(
+            "34.6",
+            "_codecs.utf_8_decode through map",
+            lambda: lab34.check_detokenizer(DetokMapped),
+            match="codecs",
+            error=FORBID,
+        )
+    )
